@@ -1,0 +1,16 @@
+"""The one exception that bad input raises; the CLI turns it into exit 2 and a short message."""
+
+
+class InputError(Exception):
+    """Bad input: names where (a file, a JSON path, an option), what was expected, what was found."""
+
+    def __init__(self, where: str, expected: str, found: str | None = None):
+        self.where, self.expected, self.found = where, expected, found
+        msg = f"{where}: expected {expected}" + (f", found {found}" if found is not None else "")
+        super().__init__(msg)
+
+
+def describe(value) -> str:
+    """A short, readable description of a bad value for error messages."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
