@@ -1,0 +1,5 @@
+"""`python -m attncalc`."""
+
+from .cli.app import app
+
+app(prog_name="attncalc")

@@ -1,0 +1,171 @@
+"""Fixture → graph: embedding, positions, attention blocks, encoder and decoder layers, output.
+
+The builder makes every choice (post/pre-norm, LayerNorm/RMSNorm, relu/gelu/swiglu, RoPE,
+ALiBi, GQA, encoder–decoder or decoder-only); the operations stay few. It only builds the
+parts the requested stage needs, and reads (and checks) only the fixture fields those use.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import positions
+from .errors import InputError
+from .fixture import Fixture
+from .graph import Graph, Node
+from .ops import Add, Affine, Attend, Identity, Lookup, Mask, Scale, Scores, Softmax
+from .ops_positions import Alibi, Angles, MaskMatrix, Rope, Sinusoidal
+
+POSITION_TYPES = ("sinusoidal", "learned", "rope", "alibi", "none")
+
+
+@dataclass
+class Options:
+    """Choices a command line can make on top of the fixture."""
+
+    kind: str | None = None  # mask of the stage block
+    scale: float | None = None
+    block: str | None = None
+    d_k: int | None = None  # when no Wq says it (a calculator given Q directly)
+
+
+def _dims(n):
+    return [str(j) for j in range(n)]
+
+
+class Builder:
+    def __init__(self, fx: Fixture, opts: Options | None = None):
+        self.fx, self.opts, self.g = fx, opts or Options(), Graph()
+        self.d = fx.integer("d_model", None if fx.strict else 0, minimum=1 if fx.strict else 0) or None
+        self.position = fx.choice("position.type", POSITION_TYPES, "sinusoidal")
+
+    # ---- inputs ----------------------------------------------------------------------------
+    def embed(self, tokens, prefix="", stage="embed"):
+        """X = E[ids] · embed_scale: the rows of the embedding table for the tokens."""
+        fx, g = self.fx, self.g
+        vocab = fx.vocab() if fx.strict or fx.has("vocab") else []
+        ids = [vocab.index(t) for t in tokens]
+        g.leaf("E", fx.array("embedding", (len(vocab) or None, self.d)), "embedding")
+        scale = fx.number("embed_scale", 1.0)
+        g.add(Node(prefix + "X", Lookup(ids, tokens, "E", scale), ("E",), stage, "X = E[token]" +
+                   (f" × {scale:g}" if scale != 1 else ""), tokens, _dims(self.d or 0), about="embed"))
+        return prefix + "X"
+
+    def add_positions(self, x, labels, prefix="", stage="pe", out="H"):
+        """H = X + PE for sinusoidal and learned positions; H = X when RoPE, ALiBi or none."""
+        fx, g = self.fx, self.g
+        cols = _dims(self.d or 0)
+        if self.position == "sinusoidal":
+            base = fx.number("position.base", 10000.0, positive=True)
+            g.add(Node(prefix + "PE", Sinusoidal(base), (x,), stage, "PE[pos, 2i] = sin(pos/10000^(2i/d)), "
+                       "PE[pos, 2i+1] = cos(…)", labels, cols, about="pe"))
+        elif self.position == "learned":
+            g.leaf("P", fx.array("position.table", (None, self.d)), "position.table")
+            table = fx.get("position.table")
+            if len(table) < len(labels):
+                raise InputError(fx.where("position.table"), f"at least {len(labels)} rows (one per position)",
+                                 f"{len(table)}")
+            g.add(Node(prefix + "PE", Lookup(range(len(labels)), _dims(len(labels)), "P"), ("P",), stage,
+                       "PE[pos] = P[pos]", labels, cols, about="pe"))
+        else:
+            note = {"rope": "RoPE rotates Q and K instead of adding to X", "alibi": "ALiBi biases the scores "
+                    "instead of adding to X", "none": "no positional encoding"}[self.position]
+            g.add(Node(out, Identity(note), (x,), stage, f"{out} = X ({note})", labels, cols, about="pe"))
+            return out
+        g.add(Node(out, Add(), (x, prefix + "PE"), stage, f"{out} = X + PE", labels, cols, about="residual_pe"))
+        return out
+
+    # ---- one attention block ---------------------------------------------------------------
+    def _param(self, path, shape, required=True, why=""):
+        value = self.fx.array(path, shape, required, why)
+        if value is None and not required:
+            return None
+        return self.g.leaf(path, value, path)
+
+    def attention(self, path, prefix, q_in, kv_in, q_labels, k_labels, kind, key_is_pad=None,
+                  stages=("qkv", "scores", "mask", "softmax", "attend"), self_attention=True):
+        """Q, K, V → S → S_scaled → M, S_masked → A → O → Z, every tensor a named node."""
+        fx, g, d = self.fx, self.g, self.d
+        top_heads = fx.integer("attention.heads", 1)
+        h = fx.integer(f"{path}.heads", top_heads)
+        kv = fx.integer(f"{path}.kv_heads", fx.integer("attention.kv_heads", h) if path != "attention" else h)
+        if h % kv:
+            raise InputError(fx.where(f"{path}.kv_heads"), f"a divisor of heads = {h}", str(kv))
+        wq = fx.array(f"{path}.Wq", (d, None), fx.strict)
+        dk = wq.shape[1] // h if wq is not None else (self.opts.d_k or 0)
+        if wq is not None and (wq.shape[1] % h or dk == 0):
+            raise InputError(fx.where(f"{path}.Wq"), f"columns divisible by heads = {h}", str(wq.shape[1]))
+        wk = fx.array(f"{path}.Wk", (d, kv * dk if dk else None), fx.strict, f" (kv_heads·d_k = {kv}·{dk})")
+        wv = fx.array(f"{path}.Wv", (d, None), fx.strict)
+        if wv is not None and wv.shape[1] % kv:
+            raise InputError(fx.where(f"{path}.Wv"), f"columns divisible by kv_heads = {kv}", str(wv.shape[1]))
+        dv = wv.shape[1] // kv if wv is not None else None
+        for name, w in (("Wq", wq), ("Wk", wk), ("Wv", wv)):
+            g.leaf(f"{path}.{name}", w, f"{path}.{name}")
+        st = dict(zip(("qkv", "scores", "mask", "softmax", "attend"), stages if len(stages) == 5 else stages * 5))
+        qkv = {}
+        for t, src, width in (("Q", q_in, h * dk if dk else None), ("K", kv_in, kv * dk if dk else None),
+                              ("V", kv_in, kv * dv if dv else None)):
+            b = self._param(f"{path}.b{t.lower()}", (width,), required=False)
+            qkv[t] = g.add(Node(prefix + t, Affine(), (src, f"{path}.W{t.lower()}") + ((b,) if b else ()), st["qkv"],
+                                f"{t} = {src.split('.')[-1]}·W{t.lower()}" + (f" + b{t.lower()}" if b else ""),
+                                q_labels if t == "Q" else k_labels, _dims((width or 0)), about=t))
+        q, k = qkv["Q"], qkv["K"]
+        if self.position == "rope" and self_attention:
+            q, k = self.rope(prefix, q, k, h, kv, dk, q_labels, k_labels, st["qkv"])
+        g.add(Node(prefix + "S", Scores(h, kv), (q, k), st["scores"], "S = Q·Kᵀ", q_labels, k_labels, about="S"))
+        scale = self.opts.scale if self.opts.scale is not None else fx.number(f"{path}.scale", None, positive=True)
+        text = f"{scale:g}" if scale is not None else f"1/√{dk}"
+        scale = scale if scale is not None else 1 / math.sqrt(dk or 1)
+        scaled_in = (prefix + "S",)
+        if self.position == "alibi" and self_attention:
+            g.add(Node(prefix + "bias", Alibi(h), (prefix + "S",), st["scores"], "bias = −slope·(i − j)",
+                       q_labels, k_labels, about="alibi"))
+            scaled_in += (prefix + "bias",)
+        g.add(Node(prefix + "S_scaled", Scale(scale, text), scaled_in, st["scores"],
+                   f"S_scaled = S × {text}" + (" + bias" if len(scaled_in) > 1 else ""), q_labels, k_labels,
+                   about="scale"))
+        mm = MaskMatrix(kind, key_is_pad, q_labels, k_labels)
+        g.add(Node(prefix + "M", mm, (prefix + "S_scaled",), st["mask"], f"M: {kind} mask (1 = may look)",
+                   q_labels, k_labels, about="mask"))
+        g.add(Node(prefix + "S_masked", Mask(mm.reason), (prefix + "S_scaled", prefix + "M"), st["mask"],
+                   "S_masked = S_scaled where M = 1, −∞ where M = 0", q_labels, k_labels, about="mask"))
+        g.add(Node(prefix + "A", Softmax(), (prefix + "S_masked",), st["softmax"], "A = softmax(S_masked) per row",
+                   q_labels, k_labels, about="softmax"))
+        g.add(Node(prefix + "O", Attend(h, kv), (prefix + "A", qkv["V"]), st["attend"],
+                   "O = A·V" + (" per head, heads concatenated" if h > 1 else ""), q_labels,
+                   _dims(h * dv if dv else 0), about="O"))
+        wo = fx.array(f"{path}.Wo", (h * dv if dv else None, d), False)
+        bo = self._param(f"{path}.bo", (d,), required=False)
+        if wo is None and dv is not None and d is not None and h * dv != d and fx.strict:
+            raise InputError(fx.where(f"{path}.Wo"), f"a {h * dv} × {d} matrix (heads·d_v ≠ d_model, so it "
+                             "cannot be left out)", "nothing (the key is missing)")
+        if wo is not None or bo:
+            g.leaf(f"{path}.Wo", wo if wo is not None else np.eye(h * (dv or 0)), f"{path}.Wo")
+            g.add(Node(prefix + "Z", Affine(), (prefix + "O", f"{path}.Wo") + ((bo,) if bo else ()), st["attend"],
+                       "Z = O·Wo" + (" + bo" if bo else ""), q_labels, _dims(d or 0), about="Z"))
+        else:
+            g.add(Node(prefix + "Z", Identity("no Wo: Z = O"), (prefix + "O",), st["attend"], "Z = O (no Wo)",
+                       q_labels, _dims(h * dv if dv else 0), about="Z"))
+        return prefix + "Z"
+
+    def rope(self, prefix, q, k, h, kv, dk, q_labels, k_labels, stage):
+        """Q_rope, K_rope: each head's column pairs rotated by position × inv_freq."""
+        fx = self.fx
+        if dk % 2:
+            raise InputError(fx.where("position.type"), "an even head dimension d_k for RoPE", f"d_k = {dk}")
+        layout = fx.choice("position.layout", ("half", "interleaved"), "half")
+        scaling = fx.get("position.scaling")
+        inv_freq, factor = positions.rope_inv_freq(dk, fx.number("position.theta", 10000.0, positive=True),
+                                                   scaling, seq_len=len(k_labels) if k_labels else None)
+        g = self.g
+        g.add(Node(prefix + "angles", Angles(inv_freq), (k,), stage, "angle[pos, j] = pos × inv_freq_j",
+                   k_labels, _dims(dk // 2), about="rope_angles"))
+        g.add(Node(prefix + "Q_rope", Rope(h, layout, factor), (q, prefix + "angles"), stage,
+                   "Q_rope = rotate(Q, angle)", q_labels, _dims(h * dk), about="rope"))
+        g.add(Node(prefix + "K_rope", Rope(kv, layout, factor), (k, prefix + "angles"), stage,
+                   "K_rope = rotate(K, angle)", k_labels, _dims(kv * dk), about="rope"))
+        return prefix + "Q_rope", prefix + "K_rope"

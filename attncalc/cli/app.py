@@ -1,0 +1,151 @@
+"""The `attncalc` command: thin Typer commands, parse → load → compute → render.
+
+Nothing here imports NumPy or the math: command bodies import what they need, so `--help`
+and tab completion stay as fast as Typer itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .. import __version__
+from . import options as o
+
+app = typer.Typer(
+    name="attncalc",
+    help="A step-by-step calculator for Transformer attention: every matrix labelled with its tokens, "
+         "any cell's arithmetic written out, JSON piped between stages, your own numbers checked.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+STAGE_HELP = {
+    "embed": "Token → id → row of the embedding table: X (n × d_model).",
+    "pe": "Positional encoding (sinusoidal, learned, RoPE, ALiBi, none) and H = X + PE.",
+    "qkv": "Q = H·Wq (+bq), K = H·Wk, V = H·Wv; heads and GQA.",
+    "scores": "S = Q·Kᵀ per head, S_scaled = S·scale (default 1/√d_k) (+ ALiBi bias).",
+    "mask": "M (1 = may look, 0 = blocked): none, causal, padding, causal+padding; S_masked.",
+    "softmax": "A = row-wise softmax of S_masked (or of --scores).",
+    "attend": "O = A·V per head, heads concatenated; Z = O·Wo + bo.",
+    "encoder": "N encoder layers: self-attention, Add & Norm, feed-forward, Add & Norm.",
+    "decoder": "N decoder layers: masked self-attention, cross-attention, FFN; logits, probabilities, loss.",
+}
+
+
+def _version(value: bool):
+    if value:
+        print(f"attncalc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                               help="Show the version and exit.")] = False):
+    """attncalc"""
+
+
+def make_request(stage, document, example, fixture, kind, scale, block, heads, kv_heads, sets, inline):
+    from ..session import Request
+
+    return Request(stage=stage, example=example, fixture=fixture, document=document,
+                   inline={k: v for k, v in inline.items() if v is not None}, sets=list(sets or []), kind=kind,
+                   scale=scale, block=block, heads=heads, kv_heads=kv_heads)
+
+
+def check_choices(fmt: str, kind: str | None, lang: str | None):
+    from ..errors import InputError
+
+    if fmt not in ("auto", "table", "json", "markdown", "latex"):
+        raise InputError("--format", "auto, table, json, markdown or latex", repr(fmt))
+    if kind is not None and kind not in ("none", "causal", "padding", "causal+padding"):
+        raise InputError("--kind", "none, causal, padding or causal+padding", repr(kind))
+    if lang is not None and lang not in ("en", "zh"):
+        raise InputError("--lang", "en or zh", repr(lang))
+
+
+def stage_command(stage: str):
+    def command(document: o.Document = None, example: o.Example = None, fixture: o.FixturePath = None,
+                fmt: o.Format = "auto", precision: o.Precision = 3, work: o.Work = None, cell: o.Cell = None,
+                only: o.Only = None, lang: o.Lang = None, kind: o.Kind = None, scale: o.Scale = None,
+                block: o.Block = None, heads: o.Heads = None, kv_heads: o.KvHeads = None, sets: o.Set = None,
+                x: o.X = None, wq: o.Wq = None, wk: o.Wk = None, wv: o.Wv = None, wo: o.Wo = None, q: o.Q = None,
+                k: o.K = None, v: o.V = None, scores: o.Scores = None, weights: o.Weights = None,
+                debug: o.Debug = False):
+        def run():
+            check_choices(fmt, kind, lang)
+            from ..output import emit
+            from ..session import evaluate, open_session
+
+            req = make_request(stage, document, example, fixture, kind, scale, block, heads, kv_heads, sets,
+                               dict(x=x, wq=wq, wk=wk, wv=wv, wo=wo, q=q, k=k, v=v, scores=scores,
+                                    weights=weights))
+            session = open_session(req)
+            names = [n.strip() for n in only.split(",")] if only else None
+            values = evaluate(session)
+            if not values:
+                from ..errors import InputError
+
+                raise InputError(stage, "enough input to compute this stage (for example --example woaini, or "
+                                 "the inline matrices of --help)", "only " + ", ".join(req.inline or ["nothing"]))
+            for message in session.graph.warnings:
+                import sys
+
+                sys.stderr.write(f"attncalc: warning: {message}\n")
+            emit(session, values, fmt, precision, work, cell, names)
+
+        o.guarded(run, debug)
+
+    command.__doc__ = STAGE_HELP[stage]
+    return command
+
+
+for _stage in STAGE_HELP:
+    app.command(_stage, help=STAGE_HELP[_stage])(stage_command(_stage))
+
+
+@app.command("examples")
+def examples(fmt: o.Format = "auto"):
+    """List the bundled examples."""
+
+    def run():
+        import json
+        import sys
+
+        from ..session import example_names, load_example
+
+        rows = [(n, load_example(n).get("description", "")) for n in example_names()]
+        if o.__name__ and (fmt == "json" or fmt == "auto" and not sys.stdout.isatty()):
+            sys.stdout.write(json.dumps({n: d for n, d in rows}, ensure_ascii=False) + "\n")
+        else:
+            for n, d in rows:
+                print(f"{n:10} {d}")
+
+    o.guarded(run, False)
+
+
+def not_yet(name: str, issue: str):
+    def command():
+        o.fail(f"`attncalc {name}` is not built yet ({issue})")
+
+    command.__doc__ = f"(coming: {issue})"
+    return command
+
+
+def _register_later():
+    """Commands whose modules come with their own issues register themselves here when present."""
+    import importlib
+
+    for module in ("generate", "walk", "check", "kvcache", "compare"):
+        try:
+            importlib.import_module(f"attncalc.cli.{module}_cmd").register(app)
+        except ModuleNotFoundError as e:
+            if e.name != f"attncalc.cli.{module}_cmd":
+                raise
+            app.command(module)(not_yet(module, "not yet implemented"))
+
+
+_register_later()

@@ -1,0 +1,80 @@
+"""The pipe document (SPEC §5): strict JSON, −∞ written as the string "-inf"."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .errors import InputError, describe
+from .fixture import to_array
+
+VERSION = 1
+
+
+def jsonable(arr) -> object:
+    """A plain nested list (or number) of `arr`, with −∞ as "-inf"; strict JSON, never NaN."""
+    a = np.asarray(arr, dtype=float)
+    if np.isfinite(a).all():
+        return a.tolist()
+    if np.isnan(a).any() or np.isposinf(a).any():
+        raise ValueError("a tensor holds NaN or +∞")  # never produced by the ops: a bug, not bad input
+    obj = a.astype(object)
+    obj[np.isneginf(a)] = "-inf"
+    return obj.tolist()
+
+
+def dumps(doc: dict) -> str:
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False)
+
+
+def _reject_constant(name):
+    raise ValueError(name)
+
+
+def parse_json(text: str, source: str):
+    """Strict JSON (no NaN / Infinity tokens); errors give the line and column."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        found = "an empty input" if not text.strip() else f"{e.msg} at line {e.lineno}, column {e.colno}"
+        raise InputError(source, "valid JSON", found) from None
+    except ValueError as e:
+        raise InputError(source, "strict JSON numbers", f"{e} (write finite numbers, or \"-inf\" in tensors)") \
+            from None
+
+
+def read_document(text: str, source: str) -> dict:
+    """A pipe document, or a bare fixture (a JSON object with vocab or d_model), checked at the top level."""
+    data = parse_json(text, source)
+    if not isinstance(data, dict):
+        raise InputError(source, "a JSON object (a pipe document or a fixture)", type(data).__name__)
+    if "attncalc" not in data:
+        if "d_model" in data or "vocab" in data:
+            return {"attncalc": VERSION, "fixture": data, "tensors": {}, "options": {}}
+        raise InputError(source, 'a pipe document ({"attncalc": 1, "fixture": …}) or a fixture',
+                         "keys " + describe(sorted(data)[:6]))
+    if data["attncalc"] != VERSION:
+        raise InputError(f"{source}: attncalc", f"version {VERSION}", describe(data["attncalc"]))
+    for key, kind in (("fixture", dict), ("tensors", dict), ("options", dict)):
+        if key in data and not isinstance(data[key], kind):
+            raise InputError(f"{source}: {key}", "a JSON object", describe(data[key]))
+    data.setdefault("fixture", {})
+    data.setdefault("options", {})
+    data["tensors"] = {name: to_array(v, f"{source}: tensors.{name}", allow_neg_inf=True)
+                       for name, v in (data.get("tensors") or {}).items()}
+    return data
+
+
+def make_document(fixture: dict, stage: str, tokens: dict, tensors: dict, labels: dict, notes: list,
+                  options: dict) -> dict:
+    return {
+        "attncalc": VERSION,
+        "fixture": fixture,
+        "stage": stage,
+        "tokens": tokens,
+        "tensors": {k: jsonable(v) for k, v in tensors.items()},
+        "labels": labels,
+        "notes": notes,
+        "options": options,
+    }

@@ -1,0 +1,61 @@
+"""The arithmetic of one cell, as data: each renderer (terminal, Markdown, LaTeX, JSON) lays it out.
+
+A line is a list of tokens: `float` (a computed number, printed to the chosen precision),
+`Given` (a number the fixture or the user wrote, printed as written), `Call` (a function
+applied to numbers: e^x, √x, relu(x), …) and `str` (operators and words).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+class Given(float):
+    """A number that was given (a weight, a literal), printed short: 0.5, not 0.500."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """A function of numbers: fn in exp, sqrt, relu, gelu, silu, log, sin, cos, recip."""
+
+    fn: str
+    args: tuple
+
+    def __init__(self, fn: str, *args):
+        object.__setattr__(self, "fn", fn)
+        object.__setattr__(self, "args", args)
+
+
+@dataclass
+class Expansion:
+    """How one cell's value comes about: lines of tokens, then the result."""
+
+    lines: list[list] = field(default_factory=list)
+    result: float = math.nan
+    note: str = ""
+
+
+def given(x, is_given: bool):
+    """Wrap x as Given when it came from the fixture or the user, else as a plain float."""
+    return Given(float(x)) if is_given else float(x)
+
+
+def sum_of_products(pairs, result) -> list:
+    """`a×b + c×d + … = result` as one line of tokens."""
+    line: list = []
+    for k, (a, b) in enumerate(pairs):
+        if k:
+            line.append("+")
+        line += [a, "×", b]
+    return line + ["=", float(result)]
+
+
+def sum_of(terms, result) -> list:
+    """`a + b + … = result`."""
+    line: list = []
+    for k, t in enumerate(terms):
+        if k:
+            line.append("+")
+        line.append(t)
+    return line + ["=", float(result)]

@@ -1,0 +1,200 @@
+"""Fixtures (SPEC §3): read fields by JSON path, checking each against the shape the model implies.
+
+Every error names the field as a JSON path (`encoder.layers[0].ffn.W1`), what was expected
+and what was found. Fields are read when a stage needs them, so `qkv` does not fail on a
+broken decoder; what a stage reads is always checked.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError, describe
+
+_MISSING = object()
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _where(prefix: str, path: str) -> str:
+    return f"{prefix}: {path}" if prefix else path
+
+
+def _scan_bad_number(value, path: str, allow_neg_inf: bool):
+    """Find the first cell that is not a finite number; raise naming it."""
+    stack = [(value, path)]
+    while stack:
+        v, p = stack.pop(0)
+        if isinstance(v, list):
+            stack[:0] = [(x, f"{p}[{k}]") for k, x in enumerate(v)]
+        elif isinstance(v, bool) or not isinstance(v, (int, float)):
+            if not (allow_neg_inf and v == "-inf"):
+                raise InputError(p, "a number" + (' (or "-inf")' if allow_neg_inf else ""), describe(v))
+        elif not math.isfinite(v):
+            raise InputError(p, "a finite number", describe(v))
+
+
+def _check_rectangular(value, path: str, depth: int = 0) -> None:
+    if not isinstance(value, list):
+        return
+    lengths = {len(r) if isinstance(r, list) else -1 for r in value}
+    if len(lengths) > 1:
+        first = len(value[0]) if isinstance(value[0], list) else "a number"
+        for k, r in enumerate(value):
+            n = len(r) if isinstance(r, list) else "a number"
+            if n != first:
+                raise InputError(f"{path}[{k}]", f"{first} entries like {path}[0] (rows must be equal)", str(n))
+    for k, r in enumerate(value):
+        if isinstance(r, list) and isinstance(r[0] if r else None, list):
+            _check_rectangular(r, f"{path}[{k}]", depth + 1)
+
+
+def to_array(value, path: str, allow_neg_inf: bool = False) -> np.ndarray:
+    """A nested list of finite numbers as a float array; anything else raises naming the cell."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        _scan_bad_number(value, path, allow_neg_inf)
+        return np.asarray(float(value))
+    if not isinstance(value, list):
+        raise InputError(path, "a list of numbers", describe(value))
+    _check_rectangular(value, path)
+    try:
+        arr = np.array(value)
+    except ValueError:  # ragged deeper down
+        arr = np.array(value, dtype=object)
+    if arr.dtype.kind in "iuf" and (arr.size > 100_000 or not _has_bool(value)):
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            _scan_bad_number(value, path, False)
+        return arr.astype(float)
+    _scan_bad_number(value, path, allow_neg_inf)  # raises unless every cell is a number or "-inf"
+    return np.array(_deep_num(value), dtype=float)
+
+
+def _num(x):
+    return -math.inf if x == "-inf" else float(x)
+
+
+def _deep_num(v):
+    return [_deep_num(x) for x in v] if isinstance(v, list) else _num(v)
+
+
+def _has_bool(v) -> bool:
+    if isinstance(v, list):
+        return any(_has_bool(x) for x in v)
+    return isinstance(v, bool)
+
+
+def fmt_shape(shape) -> str:
+    return " × ".join("any" if s is None else str(s) for s in shape) if shape else "a number"
+
+
+class Fixture:
+    """A fixture dict and typed, checked access to its fields by JSON path."""
+
+    def __init__(self, raw: Any, source: str = "", strict: bool = True, prefix: str = ""):
+        if not isinstance(raw, dict):
+            raise InputError(_where(source, prefix.rstrip(".") or "fixture"), "a JSON object (the fixture)",
+                             type(raw).__name__)
+        self.raw, self.source, self.strict, self.prefix = raw, source, strict, prefix
+
+    def where(self, path: str) -> str:
+        return _where(self.source, self.prefix + path)
+
+    def get(self, path: str, default=None):
+        cur: Any = self.raw
+        for name, index in _PATH_PART.findall(path):
+            if name:
+                if not isinstance(cur, dict):
+                    raise InputError(self.where(path), "an object", describe(cur))
+                cur = cur.get(name, _MISSING)
+            else:
+                if not isinstance(cur, list):
+                    raise InputError(self.where(path), "a list", describe(cur))
+                cur = cur[int(index)] if int(index) < len(cur) else _MISSING
+            if cur is _MISSING or cur is None:
+                return default
+        return cur
+
+    def has(self, path: str) -> bool:
+        return self.get(path) is not None
+
+    def array(self, path: str, shape: tuple, required: bool = True, why: str = ""):
+        """The field at `path` as an array of `shape` (None = any size); None when absent and optional."""
+        value = self.get(path)
+        if value is None:
+            if required and self.strict:
+                raise InputError(self.where(path), f"a {fmt_shape(shape)} matrix{why}", "nothing (the key is missing)")
+            return None
+        arr = to_array(value, self.where(path))
+        if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
+            raise InputError(self.where(path), f"shape {fmt_shape(shape)}{why}", fmt_shape(arr.shape))
+        return arr
+
+    def integer(self, path: str, default=None, minimum: int = 1) -> int:
+        value = self.get(path, default)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if value is None and self.strict:
+            raise InputError(self.where(path), "an integer", "nothing (the key is missing)")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+            raise InputError(self.where(path), f"an integer ≥ {minimum}", describe(value))
+        return value
+
+    def number(self, path: str, default=None, positive: bool = False) -> float | None:
+        value = self.get(path, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or (positive and value <= 0):
+            raise InputError(self.where(path), "a positive number" if positive else "a finite number",
+                             describe(value))
+        return float(value)
+
+    def choice(self, path: str, options, default: str) -> str:
+        value = self.get(path, default)
+        if value not in options:
+            raise InputError(self.where(path), "one of " + ", ".join(map(str, options)), describe(value))
+        return value
+
+    def boolean(self, path: str, default: bool = False) -> bool:
+        value = self.get(path, default)
+        if not isinstance(value, bool):
+            raise InputError(self.where(path), "true or false", describe(value))
+        return value
+
+    def vocab(self) -> list[str]:
+        vocab = self.get("vocab")
+        if not isinstance(vocab, list) or not vocab or not all(isinstance(t, str) for t in vocab):
+            raise InputError(self.where("vocab"), "a list of token strings", describe(vocab))
+        seen: dict[str, int] = {}
+        for k, t in enumerate(vocab):
+            if t in seen:
+                raise InputError(self.where(f"vocab[{k}]"), "tokens to be unique", f"{t!r} again (also vocab[{seen[t]}])")
+            seen[t] = k
+        return vocab
+
+    def tokens(self, key: str, required: bool = True) -> list[str]:
+        """The token list `key` (source, target), each checked against the vocab."""
+        value = self.get(key)
+        if value is None:
+            if required:
+                raise InputError(self.where(key), "a list of tokens", "nothing (the key is missing)")
+            return []
+        if isinstance(value, str):
+            value = value.split()
+        if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+            raise InputError(self.where(key), "a list of token strings", describe(value))
+        known = set(self.vocab())
+        for k, t in enumerate(value):
+            if t not in known:
+                near = ", ".join(self.vocab()[:8]) + (", …" if len(self.vocab()) > 8 else "")
+                raise InputError(self.where(f"{key}[{k}]"), f"a token of the vocab ({near})", repr(t))
+        return value
+
+    def special(self, role: str) -> str | None:
+        value = self.get(f"special.{role}")
+        if value is not None and not isinstance(value, str):
+            raise InputError(self.where(f"special.{role}"), "a token string", describe(value))
+        return value

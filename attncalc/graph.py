@@ -1,0 +1,116 @@
+"""A small graph of named tensors: each node knows its inputs, how to compute and explain itself.
+
+Stage commands evaluate it up to their stage, `walk` visits its nodes in order, `check`
+recomputes one node from the learner's own inputs, renderers draw its nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+from .expansion import Expansion
+
+STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder")
+
+
+@dataclass
+class Node:
+    """One named tensor. A leaf has `value` (a weight) or `missing` (where it should have come from)."""
+
+    name: str
+    op: object | None = None
+    inputs: tuple[str, ...] = ()
+    stage: str = "embed"
+    formula: str = ""
+    rows: list[str] | None = None  # labels of axis −2 (or of the only axis)
+    cols: list[str] | None = None  # labels of axis −1
+    value: np.ndarray | None = None
+    missing: str = ""  # for a leaf without value: the fixture field it needs
+    shown: bool = True  # a tensor of the pipe document (weights are not: they live in the fixture)
+    about: str = ""  # key of the explanation of why this step exists (walk)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.op is None
+
+
+@dataclass
+class Graph:
+    nodes: dict[str, Node] = field(default_factory=dict)
+    given: dict[str, np.ndarray] = field(default_factory=dict)  # values a person supplied
+    cache: dict[str, np.ndarray] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, node: Node) -> str:
+        self.nodes[node.name] = node
+        return node.name
+
+    def leaf(self, name, value, missing="", **kw) -> str:
+        return self.add(Node(name, value=None if value is None else np.asarray(value, float),
+                             missing=missing, shown=False, **kw))
+
+    def node(self, name: str) -> Node:
+        if name not in self.nodes:
+            raise InputError("tensor", "one of " + ", ".join(n for n, v in self.nodes.items() if v.shown),
+                             repr(name))
+        return self.nodes[name]
+
+    def give(self, name: str, value) -> None:
+        """Use a supplied value for `name` instead of computing it (pipe documents, literals, check)."""
+        self.given[name] = np.asarray(value, float)
+        self.cache.clear()
+
+    def is_given(self, name: str) -> bool:
+        return name in self.given or self.nodes[name].is_leaf
+
+    def value(self, name: str) -> np.ndarray:
+        """The tensor `name`: given, cached, or computed from its inputs (iteratively, no recursion limit)."""
+        todo = [name]
+        while todo:
+            cur = todo[-1]
+            if cur in self.cache:
+                todo.pop()
+                continue
+            if cur in self.given:
+                self.cache[cur] = self.given[cur]
+                todo.pop()
+                continue
+            node = self.node(cur)
+            if node.is_leaf:
+                if node.value is None:
+                    raise InputError(node.missing or node.name, f"a value for {node.name}", "nothing")
+                self.cache[cur] = node.value
+                todo.pop()
+                continue
+            pending = [i for i in node.inputs if i not in self.cache]
+            if pending:
+                todo.extend(pending)
+                continue
+            self.cache[cur] = node.op.compute(*(self.cache[i] for i in node.inputs))
+            todo.pop()
+        return self.cache[name]
+
+    def can_compute(self, name: str) -> bool:
+        """True when `name` is given or every leaf it needs has a value."""
+        try:
+            self.value(name)
+            return True
+        except InputError:
+            return False
+
+    def shown(self, upto: str | None = None) -> list[str]:
+        """Names of the pipe-document tensors of every stage up to `upto`, in graph order."""
+        last = STAGES.index(upto) if upto in STAGES else len(STAGES)
+        return [n for n, v in self.nodes.items() if v.shown and STAGES.index(v.stage) <= last]
+
+    def explain(self, name: str, idx: tuple, inputs: dict | None = None) -> Expansion:
+        """The arithmetic of cell `idx` of `name`, from the graph's inputs or from `inputs`."""
+        node = self.node(name)
+        if node.is_leaf or name in self.given and inputs is None and not node.inputs:
+            v = float(self.value(name)[idx])
+            return Expansion([["given"]], v, "a value you supplied" if name in self.given else "a fixture weight")
+        vals = [inputs[i] if inputs and i in inputs else self.value(i) for i in node.inputs]
+        return node.op.explain(vals, idx, tuple(self.is_given(i) for i in node.inputs))

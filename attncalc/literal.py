@@ -1,0 +1,79 @@
+"""Inline matrix literals: `"0.5 0.1; 0.2 -0.3"`, rows by `;` or newlines, numbers by spaces or
+commas, or a JSON / Python nested list `[[1, 0], [0, 1]]`."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from .errors import InputError, describe
+from .fixture import to_array
+
+
+def parse_matrix(text: str, option: str) -> np.ndarray:
+    """A 2-D float array from a literal; errors name the option, the row and the cell."""
+    text = text.strip()
+    if not text:
+        raise InputError(option, "a matrix such as \"1 0; 0 1\"", "an empty string")
+    if text.startswith("["):
+        try:
+            value = json.loads(text.replace("(", "[").replace(")", "]"), parse_constant=_reject_constant)
+        except json.JSONDecodeError as e:
+            raise InputError(option, "a nested list such as [[1, 0], [0, 1]]", f"invalid JSON ({e.msg}, column "
+                             f"{e.colno})") from None
+        except ValueError as e:
+            raise InputError(option, "finite numbers", str(e)) from None
+        if isinstance(value, list) and value and not isinstance(value[0], list):
+            value = [value]
+        arr = to_array(value, option)
+    else:
+        rows = [r for r in text.replace("\n", ";").split(";") if r.strip()]
+        parsed = []
+        for i, row in enumerate(rows):
+            cells = row.replace(",", " ").split()
+            numbers = []
+            for j, cell in enumerate(cells):
+                try:
+                    x = float(cell)
+                except ValueError:
+                    raise InputError(f"{option} row {i + 1}, number {j + 1}", "a number", repr(cell)) from None
+                if not math.isfinite(x):
+                    raise InputError(f"{option} row {i + 1}, number {j + 1}", "a finite number", repr(cell))
+                numbers.append(x)
+            if parsed and len(numbers) != len(parsed[0]):
+                raise InputError(f"{option} row {i + 1}", f"{len(parsed[0])} numbers like row 1 (rows must be equal)",
+                                 str(len(numbers)))
+            parsed.append(numbers)
+        arr = np.array(parsed, dtype=float)
+    if arr.ndim != 2 or arr.size == 0:
+        raise InputError(option, "a matrix (rows of numbers)", describe(text))
+    return arr
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a finite number")
+
+
+def parse_cell(text: str, rows: list[str] | None, cols: list[str] | None, shape: tuple, option="--cell") -> tuple:
+    """`1,0`, `爱,我` or `0,1,2` (head, row, col) → an index into a tensor of `shape`."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != len(shape):
+        want = {1: "INDEX", 2: "ROW,COL", 3: "HEAD,ROW,COL"}.get(len(shape), f"{len(shape)} indices")
+        raise InputError(option, f"{want} for a tensor of shape {'×'.join(map(str, shape))}", repr(text))
+    axes_labels = [None] * (len(shape) - 2) + [rows, cols] if len(shape) >= 2 else [cols or rows]
+    idx = []
+    for axis, (p, labels, size) in enumerate(zip(parts, axes_labels, shape)):
+        if labels and p in labels:
+            idx.append(labels.index(p))
+            continue
+        try:
+            k = int(p)
+        except ValueError:
+            known = ", ".join(labels[:10]) if labels else "a number"
+            raise InputError(option, f"an index or a label ({known})", repr(p)) from None
+        if not 0 <= k < size:
+            raise InputError(option, f"an index from 0 to {size - 1} on axis {axis}", str(k))
+        idx.append(k)
+    return tuple(idx)

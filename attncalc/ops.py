@@ -1,0 +1,240 @@
+"""The operations of the attention computation: each computes a tensor and explains one cell.
+
+`compute(*inputs)` is vectorised NumPy; `explain(inputs, idx, given)` writes out the
+arithmetic of the cell `idx` from the same inputs, so it serves `--cell`/`--work` (correct
+inputs) and `check` (the learner's own inputs) alike. `given[k]` says input k was written by
+a person (fixture weight or literal) so its numbers print as written.
+
+Head layout (SPEC §2): Q is [n, h·d_k]; head i uses columns i·d_k … (i+1)·d_k − 1 and KV head
+i // (h/g). Per-head tensors (S, A) are [h, n, m], or [n, m] when h = 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import InputError
+from .expansion import Call, Expansion, given, sum_of, sum_of_products
+
+
+def _need(cond: bool, where: str, expected: str, found: str):
+    if not cond:
+        raise InputError(where, expected, found)
+
+
+def _shape(a) -> str:
+    return "×".join(map(str, np.shape(a))) or "scalar"
+
+
+class Op:
+    """Base: a named operation with its formula (for screens) and two methods."""
+
+    formula = ""
+
+    def compute(self, *xs):
+        raise NotImplementedError
+
+    def explain(self, xs, idx, given_) -> Expansion:
+        raise NotImplementedError
+
+
+class Lookup(Op):
+    """X[i] = table[ids[i]] (× scale): embedding rows, or learned positions."""
+
+    def __init__(self, ids, labels, table="E", scale=1.0):
+        self.ids, self.labels, self.table, self.scale = np.asarray(ids, int), labels, table, scale
+
+    def compute(self, table):
+        return table[self.ids] * self.scale if self.scale != 1.0 else table[self.ids]
+
+    def explain(self, xs, idx, g):
+        i, j = idx
+        v = xs[0][self.ids[i], j]
+        line = [f"{self.table}[{self.labels[i]}, {j}]", "=", given(v, g[0])]
+        if self.scale != 1.0:
+            line += ["×", given(self.scale, True), "=", float(v * self.scale)]
+        return Expansion([line], float(v * self.scale), f"row {self.labels[i]} of {self.table}")
+
+
+class Identity(Op):
+    """A tensor passed on unchanged (H = X when no position is added)."""
+
+    def __init__(self, note=""):
+        self.note = note
+
+    def compute(self, x):
+        return x
+
+    def explain(self, xs, idx, g):
+        v = float(xs[0][idx])
+        return Expansion([[given(v, g[0])]], v, self.note)
+
+
+class Add(Op):
+    """a + b (residuals, H = X + PE)."""
+
+    def compute(self, a, b):
+        _need(a.shape == b.shape, "add", f"two tensors of one shape {_shape(a)}", _shape(b))
+        return a + b
+
+    def explain(self, xs, idx, g):
+        a, b = float(xs[0][idx]), float(xs[1][idx])
+        return Expansion([sum_of([given(a, g[0]), given(b, g[1])], a + b)], a + b)
+
+
+class Affine(Op):
+    """x·W + b with W stored [in, out] (or x·Wᵀ for a tied output layer)."""
+
+    def __init__(self, transpose=False):
+        self.transpose = transpose
+
+    def compute(self, x, w, b=None):
+        w = w.T if self.transpose else w
+        _need(x.shape[-1] == w.shape[0], "matmul", f"{_shape(w)} weights to have {x.shape[-1]} rows "
+              f"(the columns of a {_shape(x)} input)", f"{w.shape[0]} rows")
+        y = x @ w
+        if b is not None:
+            _need(b.shape == (w.shape[1],), "bias", f"{w.shape[1]} numbers", _shape(b))
+            y = y + b
+        return y
+
+    def explain(self, xs, idx, g):
+        x, w = xs[0], xs[1].T if self.transpose else xs[1]
+        i, j = idx
+        pairs = [(given(x[i, k], g[0]), given(w[k, j], g[1])) for k in range(x.shape[1])]
+        y = float(x[i] @ w[:, j])
+        line = sum_of_products(pairs, y)
+        if len(xs) > 2 and xs[2] is not None:
+            bias = float(xs[2][j])
+            line = line[:-2] + ["+", given(bias, g[2]), "=", y + bias]
+            y += bias
+        return Expansion([line], y)
+
+
+class Scores(Op):
+    """S[h, i, j] = Q_h[i] · K_kv(h)[j] for every head (GQA: kv(h) = h // (heads/kv_heads))."""
+
+    def __init__(self, heads=1, kv_heads=1):
+        self.h, self.g = heads, kv_heads
+
+    def split(self, q, k):
+        """Q, K as [h, n, d_k] and [h, m, d_k], each query head with its KV head."""
+        _need(q.shape[1] % self.h == 0, "Q", f"columns divisible by heads={self.h}", str(q.shape[1]))
+        dk = q.shape[1] // self.h
+        _need(k.shape[1] == self.g * dk, "K", f"{self.g}×{dk} = {self.g * dk} columns (kv_heads × d_k)",
+              str(k.shape[1]))
+        qh = q.reshape(q.shape[0], self.h, dk).transpose(1, 0, 2)  # [h, n, d_k]
+        kh = k.reshape(k.shape[0], self.g, dk).transpose(1, 0, 2)  # [g, m, d_k]
+        return qh, np.repeat(kh, self.h // self.g, axis=0), dk  # [h, m, d_k]
+
+    def compute(self, q, k):
+        qh, kh, _ = self.split(q, k)
+        s = qh @ kh.transpose(0, 2, 1)  # [h, n, m]
+        return s[0] if self.h == 1 else s
+
+    def explain(self, xs, idx, g):
+        head, i, j = (0, *idx) if self.h == 1 else idx
+        qh, kh, dk = self.split(xs[0], xs[1])
+        pairs = [(given(qh[head, i, c], g[0]), given(kh[head, j, c], g[1])) for c in range(dk)]
+        v = float(qh[head, i] @ kh[head, j])
+        note = f"head {head} uses KV head {head // (self.h // self.g)}" if self.h != self.g else ""
+        return Expansion([sum_of_products(pairs, v)], v, note)
+
+
+class Scale(Op):
+    """S·c (+ a bias such as ALiBi's)."""
+
+    def __init__(self, c: float, text: str):
+        self.c, self.text = c, text
+
+    def compute(self, s, bias=None):
+        out = s * self.c
+        return out if bias is None else out + bias
+
+    def explain(self, xs, idx, g):
+        s = float(xs[0][idx])
+        v = s * self.c
+        line = [given(s, g[0]), "×", self.text]
+        if len(xs) > 1:
+            b = float(xs[1][(0, *idx) if xs[1].ndim == 3 and len(idx) == 2 else idx])
+            line += ["+", b]
+            v += b
+        return Expansion([line + ["=", v]], v)
+
+
+class Mask(Op):
+    """S_masked = S where M = 1, −∞ where M = 0."""
+
+    def __init__(self, reasons):
+        self.reasons = reasons  # callable (i, j, m, n) -> why the key is blocked
+
+    def compute(self, s, m):
+        _need(m.shape == s.shape[-2:], "M", f"a {'×'.join(map(str, s.shape[-2:]))} mask", _shape(m))
+        return np.where(m.astype(bool), s, -np.inf)
+
+    def explain(self, xs, idx, g):
+        i, j = idx[-2:]
+        if xs[1][i, j]:
+            v = float(xs[0][idx])
+            return Expansion([["M = 1", "→", given(v, g[0])]], v)
+        n, m = xs[0].shape[-2:]
+        return Expansion([["M = 0", "→", "−∞"]], -math.inf, self.reasons(i, j, m, n))
+
+
+class Softmax(Op):
+    """Row-wise softmax, max subtracted first; a fully blocked row gives zeros (never NaN)."""
+
+    def compute(self, s):
+        top = np.max(s, axis=-1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        e = np.exp(s - top)
+        total = e.sum(axis=-1, keepdims=True)
+        return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+    def explain(self, xs, idx, g):
+        row = xs[0][idx[:-1]]
+        j = idx[-1]
+        finite = row[np.isfinite(row)]
+        if finite.size == 0:
+            return Expansion([["every key blocked", "→", 0.0]], 0.0, "a fully blocked row gives zero weights")
+        shift = float(finite.max()) if np.abs(finite).max() > 30 else 0.0
+        exps = [Call("exp", float(x) - shift) if np.isfinite(x) else Call("exp", -math.inf) for x in row]
+        vals = np.exp(np.where(np.isfinite(row), row - shift, -np.inf))
+        total = float(vals.sum())
+        out = float(vals[j] / total)
+        first = [exps[j], "/", "("] + sum_of(exps, 0)[:-2] + [")"]
+        second = [float(vals[j]), "/", "("] + sum_of([float(v) for v in vals], 0)[:-2] + [")"]
+        note = f"every score minus the row maximum {shift:g}, so e^x cannot overflow" if shift else ""
+        return Expansion([first, ["=", *second], ["=", float(vals[j]), "/", total, "=", out]], out, note)
+
+
+class Attend(Op):
+    """O[i, head·d_v + c] = Σ_j A[head, i, j] · V[j, kv(head)·d_v + c], heads concatenated."""
+
+    def __init__(self, heads=1, kv_heads=1):
+        self.h, self.g = heads, kv_heads
+
+    def _split(self, a, v):
+        a3 = a[None] if a.ndim == 2 else a
+        _need(a3.shape[0] == self.h, "A", f"{self.h} heads", str(a3.shape[0]))
+        _need(a3.shape[2] == v.shape[0], "A", f"{v.shape[0]} columns (one per row of V)", str(a3.shape[2]))
+        _need(v.shape[1] % self.g == 0, "V", f"columns divisible by kv_heads={self.g}", str(v.shape[1]))
+        dv = v.shape[1] // self.g
+        vh = np.repeat(v.reshape(v.shape[0], self.g, dv).transpose(1, 0, 2), self.h // self.g, axis=0)
+        return a3, vh, dv
+
+    def compute(self, a, v):
+        a3, vh, dv = self._split(a, v)
+        o = a3 @ vh  # [h, n, d_v]
+        return o.transpose(1, 0, 2).reshape(o.shape[1], self.h * dv)
+
+    def explain(self, xs, idx, g):
+        a3, vh, dv = self._split(xs[0], xs[1])
+        i, col = idx
+        head, c = divmod(col, dv)
+        pairs = [(given(a3[head, i, j], g[0]), given(vh[head, j, c], g[1])) for j in range(a3.shape[2])]
+        v = float(a3[head, i] @ vh[head, :, c])
+        note = f"head {head}, column {c} of its V" if self.h > 1 else ""
+        return Expansion([sum_of_products(pairs, v)], v, note)

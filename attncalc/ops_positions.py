@@ -1,0 +1,144 @@
+"""Operations that depend on positions: sinusoidal PE, the mask, RoPE rotation, ALiBi bias.
+
+Each takes the tensor it applies to as input, so its size follows the data (a pasted
+matrix, a growing generation) rather than the fixture.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import positions
+from .expansion import Call, Expansion, given
+from .ops import Op
+
+
+class Sinusoidal(Op):
+    """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(…); its input gives n and d."""
+
+    def __init__(self, base=10000.0, offset=0):
+        self.base, self.offset = base, offset
+
+    def compute(self, x):
+        return positions.sinusoidal(x.shape[0], x.shape[1], self.base, self.offset)
+
+    def explain(self, xs, idx, g):
+        pos, col = idx[0] + self.offset, idx[1]
+        d, two_i = xs[0].shape[1], col - col % 2
+        angle = pos / self.base ** (two_i / d)
+        fn = "sin" if col % 2 == 0 else "cos"
+        v = math.sin(angle) if fn == "sin" else math.cos(angle)
+        return Expansion([[Call(fn, str(pos), "/", f"{self.base:g}^({two_i}/{d})"), "=", Call(fn, angle), "=", v]],
+                         v, f"position {pos}, pair i = {two_i // 2}")
+
+
+MASK_KINDS = ("none", "causal", "padding", "causal+padding")
+
+
+class MaskMatrix(Op):
+    """M[i, j] = 1 where query i may look at key j; its input (the scores) gives n and m.
+
+    Causal: key j is visible to query i when j ≤ i + (m − n) (queries are the last n positions,
+    as when a KV cache holds earlier keys). Padding: keys whose token is the pad token are blocked.
+    """
+
+    def __init__(self, kind: str, key_is_pad=None, q_labels=None, k_labels=None):
+        self.kind, self.key_is_pad = kind, key_is_pad
+        self.q_labels, self.k_labels = q_labels, k_labels
+
+    def compute(self, s):
+        n, m = s.shape[-2:]
+        allowed = np.ones((n, m), dtype=bool)
+        if "causal" in self.kind:
+            allowed &= np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n)
+        if "padding" in self.kind and self.key_is_pad is not None and len(self.key_is_pad) == m:
+            allowed &= ~np.asarray(self.key_is_pad, bool)[None, :]
+        return allowed.astype(float)
+
+    def reason(self, i, j, m=None, n=None) -> str:
+        """Why key j is blocked for query i (or why it is visible)."""
+        ql = self.q_labels[i] if self.q_labels else str(i)
+        kl = self.k_labels[j] if self.k_labels else str(j)
+        why = []
+        if "causal" in self.kind and m is not None and j > i + (m - n):
+            why.append(f"key {kl} comes after query {ql} (causal: a token may not see the future)")
+        if "padding" in self.kind and self.key_is_pad is not None and self.key_is_pad[j]:
+            why.append(f"key {kl} is padding")
+        return "; ".join(why)
+
+    def explain(self, xs, idx, g):
+        i, j = idx
+        n, m = xs[0].shape[-2:]
+        v = float(self.compute(xs[0])[i, j])
+        why = self.reason(i, j, m, n)
+        return Expansion([["blocked" if not v else "visible", "→", v]], v,
+                         why or f"mask kind {self.kind}: key {j} is visible to query {i}")
+
+
+class Angles(Op):
+    """RoPE angles [n, d_k/2] = position × inv_freq_j; its input gives n."""
+
+    def __init__(self, inv_freq, offset=0):
+        self.inv_freq, self.offset = np.asarray(inv_freq, float), offset
+
+    def compute(self, x):
+        return positions.rope_angles(np.arange(x.shape[0]) + self.offset, self.inv_freq)
+
+    def explain(self, xs, idx, g):
+        pos, j = idx[0] + self.offset, idx[1]
+        v = pos * float(self.inv_freq[j])
+        return Expansion([[str(pos), "×", float(self.inv_freq[j]), "=", v]], v,
+                         f"inv_freq_{j} = 1/θ^({2 * j}/d_k), after any scaling")
+
+
+class Rope(Op):
+    """Rotate every head's pairs of Q (or K) columns by the position's angles."""
+
+    def __init__(self, heads, layout="half", factor=1.0):
+        self.h, self.layout, self.factor = heads, layout, factor
+
+    def compute(self, x, angles):
+        n, width = x.shape
+        dk = width // self.h
+        xh = x.reshape(n, self.h, dk).transpose(1, 0, 2)  # [h, n, d_k]
+        out = positions.rope_rotate(xh, angles, self.layout, self.factor)
+        return out.transpose(1, 0, 2).reshape(n, width)
+
+    def explain(self, xs, idx, g):
+        x, angles = xs
+        i, col = idx
+        dk = x.shape[1] // self.h
+        head, c = divmod(col, dk)
+        p, partner, sign = positions.rope_pair(c, dk, self.layout)
+        a, base = float(angles[i, p]), head * dk
+        xc, xp = float(x[i, base + c]), float(x[i, base + partner])
+        v = (xc * math.cos(a) + sign * xp * math.sin(a)) * self.factor
+        line = [given(xc, g[0]), "×", Call("cos", a), "+" if sign > 0 else "−", given(xp, g[0]), "×",
+                Call("sin", a)]
+        if self.factor != 1.0:
+            line = ["("] + line + [")", "×", given(self.factor, True)]
+        note = (f"column {c} turns with column {partner} of head {head} by angle {a:.4g} "
+                f"(pair {p}, {self.layout} layout): the 2×2 rotation [cos −sin; sin cos]")
+        return Expansion([line + ["=", v]], v, note)
+
+
+class Alibi(Op):
+    """ALiBi bias[h, i, j] = −slope_h · (i − j); its input (the scores) gives h, n, m."""
+
+    def __init__(self, heads, q_offset=None):
+        self.h, self.q_offset = heads, q_offset
+        self.slopes = positions.alibi_slopes(heads)
+
+    def compute(self, s):
+        n, m = s.shape[-2:]
+        return positions.alibi_bias(self.h, n, m, self.q_offset)
+
+    def explain(self, xs, idx, g):
+        head, i, j = idx if len(idx) == 3 else (0, *idx)
+        n, m = xs[0].shape[-2:]
+        qi = i + (m - n if self.q_offset is None else self.q_offset)
+        v = -float(self.slopes[head]) * (qi - j)
+        return Expansion([["−", given(self.slopes[head], True), "×", "(", str(qi), "−", str(j), ")", "=", v]],
+                         v, f"slope of head {head}; farther keys get a larger penalty")

@@ -1,0 +1,121 @@
+"""Render a stage's result: tables, one JSON document, Markdown or LaTeX; explanations of cells."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .document import dumps, jsonable, make_document
+from .errors import InputError
+from .literal import parse_cell
+from .ops import Identity
+from .session import MAIN, Session
+from .render.notes import latex_explanation, latex_view, markdown_explanation, markdown_view
+from .render.text import expansion_lines
+from .render.view import views
+
+WORK_CELLS = 64  # --work is on by default up to this many cells
+HUGE = 5_000_000  # numbers in one JSON document before we ask for --only
+
+
+def resolve_format(fmt: str) -> str:
+    if fmt == "auto":
+        return "table" if sys.stdout.isatty() else "json"
+    return fmt
+
+
+def cell_label(node, idx: tuple) -> str:
+    """`A[爱, 我]`, `S[h1, 爱, 我]`: a cell named by its labels."""
+    parts = [str(k) for k in idx]
+    if node.rows and len(idx) >= 2 and idx[-2] < len(node.rows):
+        parts[-2] = node.rows[idx[-2]]
+    if node.cols and idx and idx[-1] < len(node.cols):
+        parts[-1] = node.cols[idx[-1]]
+    if len(idx) == 3:
+        parts[0] = f"head {idx[0]}"
+    return f"{node.name}[{', '.join(parts)}]"
+
+
+def pick_cell(session: Session, values: dict, text: str, default: str):
+    """`ROW,COL` of the main output, or `NAME:ROW,COL` of any tensor."""
+    name, _, where = text.rpartition(":") if ":" in text else ("", "", text)
+    name = name or default
+    if name not in values:
+        raise InputError("--cell", "a tensor of this stage (" + ", ".join(values) + ")", repr(name))
+    node = session.graph.node(name)
+    return name, parse_cell(where, node.rows, node.cols, np.shape(values[name]))
+
+
+def stage_names(session: Session, values: dict, only: list[str] | None) -> list[str]:
+    if only:
+        return only
+    g = session.graph
+    own = [n for n in values if g.nodes[n].stage == session.stage and not isinstance(g.nodes[n].op, Identity)]
+    return own or [n for n in values if g.nodes[n].stage == session.stage] or list(values)[-1:]
+
+
+def main_name(session: Session, values: dict) -> str:
+    name = MAIN.get(session.stage, "")
+    return name if name in values else list(values)[-1]
+
+
+def document(session: Session, values: dict, only: list[str] | None) -> dict:
+    g = session.graph
+    tensors = {**session.passthrough, **values} if not only else {n: values[n] for n in only}
+    total = sum(np.size(v) for v in tensors.values())
+    if total > HUGE and not only:
+        raise InputError("-f json", f"at most {HUGE:,} numbers in one document (pick tensors with --only A,O)",
+                         f"{total:,} numbers, about {total * 20 / 1e6:,.0f} MB of JSON")
+    labels = {n: {"rows": g.nodes[n].rows, "cols": g.nodes[n].cols} for n in tensors
+              if n in g.nodes and (g.nodes[n].rows or g.nodes[n].cols)}
+    return make_document(session.fixture, session.stage, session.tokens, tensors, labels, list(g.warnings),
+                         session.options)
+
+
+def explanations(session: Session, values: dict, name: str, cells: list[tuple]):
+    node = session.graph.node(name)
+    for idx in cells:
+        yield cell_label(node, idx), session.graph.explain(name, idx)
+
+
+def emit(session: Session, values: dict, fmt: str = "auto", precision: int = 3, work: bool | None = None,
+         cell: str | None = None, only: list[str] | None = None) -> None:
+    """Print the stage: its tensors, the cell asked for, and (small matrices) every cell's arithmetic."""
+    fmt = resolve_format(fmt)
+    for name in only or []:
+        if name not in values:
+            raise InputError("--only", "tensors of this stage or earlier (" + ", ".join(values) + ")", repr(name))
+    main = main_name(session, values)
+    chosen = [pick_cell(session, values, cell, main)] if cell else []
+    if fmt == "json":
+        doc = document(session, values, only)
+        if chosen:
+            name, idx = chosen[0]
+            label, exp = next(explanations(session, values, name, [idx]))
+            doc["cell"] = {"tensor": name, "index": list(idx), "label": label, "value": jsonable(exp.result),
+                           "lines": expansion_lines(exp, precision)}
+        sys.stdout.write(dumps(doc) + "\n")
+        return
+    names = stage_names(session, values, only)
+    if work is None:
+        work = np.size(values[main]) <= WORK_CELLS and not cell
+    cells = [(main, idx) for idx in np.ndindex(np.shape(values[main]))] if work else []
+    cells += chosen
+    g = session.graph
+    if fmt == "table":
+        from .render.table import console, print_explanation, print_views
+
+        con = console()
+        for name in names:
+            print_views(con, views(name, g.node(name), values[name]), precision)
+        for name, idx in cells:
+            label, exp = next(explanations(session, values, name, [idx]))
+            print_explanation(con, label, exp, precision)
+        return
+    view_fn, expl_fn = (markdown_view, markdown_explanation) if fmt == "markdown" else (latex_view, latex_explanation)
+    parts = [view_fn(v, precision) for name in names for v in views(name, g.node(name), values[name])]
+    for name, idx in cells:
+        label, exp = next(explanations(session, values, name, [idx]))
+        parts.append(expl_fn(label, exp, precision))
+    sys.stdout.write("\n".join(parts) + "\n")

@@ -1,0 +1,69 @@
+"""What part of a tensor is drawn: every cell of a small one, the corners of a large one (as NumPy
+prints), and the labels of each axis. Shared by every renderer, so none of them touches cells
+nobody sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+EDGE = 4  # cells kept at each end of a summarised axis
+
+
+def visible(n: int, limit: int) -> list[int | None]:
+    """Indices to draw along an axis of length n; None marks the gap (…)."""
+    if n <= limit:
+        return list(range(n))
+    return list(range(EDGE)) + [None] + list(range(n - EDGE, n))
+
+
+@dataclass
+class View:
+    """One 2-D slice of a tensor to draw."""
+
+    title: str
+    matrix: np.ndarray  # the whole slice (only visible cells are read)
+    rows: list[int | None]
+    cols: list[int | None]
+    row_labels: list[str]
+    col_labels: list[str]
+    heat: bool
+
+
+HEAT = {"A", "probs", "M"}
+
+
+def views(name: str, node, value, max_rows: int = 16, max_cols: int = 12, max_heads: int = 8) -> list[View]:
+    """The slices of `value` to draw: one per head for [h, n, m], one for a matrix, a row for a vector."""
+    a = np.asarray(value)
+    shape = "×".join(map(str, a.shape)) or "scalar"
+    base = name.split(".")[-1]
+    heat = base in HEAT
+    title = f"{node.formula or name}   [{shape}]" if node is not None else f"{name}   [{shape}]"
+    if a.ndim == 0:
+        a2 = a.reshape(1, 1)
+    elif a.ndim == 1:
+        a2 = a.reshape(1, -1)
+    else:
+        a2 = a
+    rows_l = (node.rows if node is not None and a.ndim >= 2 else None) or []
+    cols_l = (node.cols if node is not None else None) or []
+    if a.ndim == 1 and node is not None and node.rows and not node.cols:
+        cols_l = node.rows
+    if a2.ndim == 3:
+        heads = visible(a2.shape[0], max_heads)
+        out = []
+        for h in heads:
+            if h is None:
+                continue
+            out.append(View(f"{title}  head {h}", a2[h], visible(a2.shape[1], max_rows), visible(a2.shape[2], max_cols),
+                            _labels(rows_l, a2.shape[1]), _labels(cols_l, a2.shape[2]), heat))
+        return out
+    return [View(title, a2, visible(a2.shape[0], max_rows), visible(a2.shape[1], max_cols),
+                 _labels(rows_l, a2.shape[0]) if a.ndim >= 2 else [name.split(".")[-1]], _labels(cols_l, a2.shape[1]),
+                 heat)]
+
+
+def _labels(labels, n):
+    return list(labels) if labels and len(labels) == n else [str(k) for k in range(n)]

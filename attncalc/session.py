@@ -1,0 +1,215 @@
+"""Parse → load → compute: where a command's input comes from (SPEC §1) and the graph it gives.
+
+Every command that computes goes through `open_session`: examples, fixture files, pipe
+documents (path or stdin), inline literals and `--set` all end as one fixture dict, one graph
+and the tensors a person supplied.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+
+import numpy as np
+
+from .build import Options
+from .build_layers import build
+from .document import read_document
+from .errors import InputError, describe
+from .fixture import Fixture
+from .graph import STAGES, Graph
+from .literal import parse_matrix
+
+MAIN = {"embed": "X", "pe": "H", "qkv": "Q", "scores": "S_scaled", "mask": "S_masked", "softmax": "A",
+        "attend": "Z", "encoder": "enc_out", "decoder": "probs"}
+WEIGHT_OPTIONS = {"wq": "Wq", "wk": "Wk", "wv": "Wv", "wo": "Wo"}
+TENSOR_OPTIONS = {"x": "X", "q": "Q", "k": "K", "v": "V", "weights": "A"}
+NO_INPUT = ("--example NAME, --fixture FILE, a pipe document (stdin or a path), or inline matrices such as "
+            "--scores \"5.1 1.0 4.3\"")
+
+
+@dataclass
+class Request:
+    """What a command line asked for (all plain values: no NumPy needed to make one)."""
+
+    stage: str = "attend"
+    example: str | None = None
+    fixture: str | None = None
+    document: str | None = None
+    inline: dict = field(default_factory=dict)  # option name → literal text
+    sets: list = field(default_factory=list)
+    kind: str | None = None
+    scale: float | None = None
+    block: str | None = None
+    heads: int | None = None
+    kv_heads: int | None = None
+
+
+@dataclass
+class Session:
+    fixture: dict
+    source: str
+    graph: Graph
+    stage: str
+    strict: bool
+    options: dict
+    passthrough: dict  # tensors of the input document the graph does not make (kept, SPEC §5)
+    tokens: dict
+
+
+def example_names() -> list[str]:
+    root = resources.files("attncalc") / "examples"
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".json"))
+
+
+def read_text(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = getattr(e, "strerror", None) or str(e)
+        raise InputError(path, "a readable UTF-8 file", reason) from None
+
+
+def load_example(name: str) -> dict:
+    names = example_names()
+    if name not in names:
+        raise InputError("--example", "one of " + ", ".join(names), repr(name))
+    text = (resources.files("attncalc") / "examples" / f"{name}.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def set_field(raw: dict, assignment: str) -> None:
+    """`--set position.type=rope`: the value is JSON when it parses as JSON, else a string."""
+    from .fixture import _PATH_PART
+
+    if "=" not in assignment:
+        raise InputError("--set", "KEY=VALUE (for example position.type=rope)", repr(assignment))
+    key, text = assignment.split("=", 1)
+    parts = _PATH_PART.findall(key.strip())
+    if not parts:
+        raise InputError("--set", "a field path such as attention.kv_heads", repr(key))
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = text
+    cur = raw
+    for k, (name, index) in enumerate(parts):
+        last = k == len(parts) - 1
+        if name:
+            if not isinstance(cur, dict):
+                raise InputError(f"--set {key}", "a path through objects", f"{describe(cur)} before {name!r}")
+            if last:
+                cur[name] = value
+            else:
+                nxt = parts[k + 1]
+                cur = cur.setdefault(name, {} if nxt[0] else [])
+        else:
+            i = int(index)
+            if not isinstance(cur, list) or i >= len(cur):
+                raise InputError(f"--set {key}", f"an existing list entry [{i}]", describe(cur))
+            if last:
+                cur[i] = value
+            else:
+                cur = cur[i]
+
+
+def _source(req: Request):
+    """(fixture dict, where it came from, strict, input document or None)."""
+    given = [x for x in (req.example, req.fixture, req.document) if x]
+    if len(given) > 1:
+        raise InputError("input", "one of --example, --fixture or a document", ", ".join(given))
+    if req.example:
+        return load_example(req.example), f"example {req.example}", True, None
+    if req.fixture:
+        doc = read_document(read_text(req.fixture), req.fixture)
+        return doc["fixture"], req.fixture, True, doc if doc.get("tensors") else None
+    if req.document or not (req.inline or sys.stdin is None or sys.stdin.isatty()):
+        path = req.document or "-"
+        text = read_text(path)
+        if not text.strip() and not req.document:
+            if req.inline:
+                return {}, "inline", False, None
+            raise InputError("input", NO_INPUT, "nothing on standard input")
+        doc = read_document(text, "<stdin>" if path == "-" else path)
+        return doc["fixture"], "<stdin>" if path == "-" else path, True, doc
+    if req.inline:
+        return {}, "inline", False, None
+    raise InputError("input", NO_INPUT, "nothing (standard input is a terminal)")
+
+
+def open_session(req: Request) -> Session:
+    raw, source, strict, doc = _source(req)
+    doc_options = dict(doc.get("options") or {}) if doc else {}
+    block = req.block or doc_options.get("block")
+    path = block or "attention"
+    for opt, text in req.inline.items():
+        if opt in WEIGHT_OPTIONS:
+            req.sets.append(f"{path}.{WEIGHT_OPTIONS[opt]}={json.dumps(parse_matrix(text, '--' + opt).tolist())}")
+    if req.heads is not None:
+        req.sets.append(f"{path}.heads={req.heads}")
+    if req.kv_heads is not None:
+        req.sets.append(f"{path}.kv_heads={req.kv_heads}")
+    for assignment in req.sets:
+        set_field(raw, assignment)
+    given = {}
+    for opt, text in req.inline.items():
+        if opt in TENSOR_OPTIONS:
+            given[TENSOR_OPTIONS[opt]] = parse_matrix(text, "--" + opt)
+        elif opt == "scores":
+            given[{"mask": "S_scaled", "scores": "S"}.get(req.stage, "S_masked")] = parse_matrix(text, "--scores")
+    if not strict:
+        raw.setdefault("position", {"type": "none"})  # a pasted X is used as it is
+    if not strict and "d_model" not in raw:
+        d = given["X"].shape[1] if "X" in given else None
+        if d is None:
+            w = (raw.get("attention") or {}).get("Wq")
+            d = len(w) if w else None
+        if d:
+            raw["d_model"] = d
+    options = {k: v for k, v in {"kind": req.kind or doc_options.get("kind"),
+                                 "scale": req.scale if req.scale is not None else doc_options.get("scale"),
+                                 "block": block}.items() if v is not None}
+    d_k = None
+    if "Q" in given:
+        d_k = given["Q"].shape[1] // (req.heads or 1)
+    fx = Fixture(raw, source if source != "inline" else "", strict, prefix="fixture." if doc else "")
+    graph = build(fx, req.stage, Options(options.get("kind"), options.get("scale"), block, d_k))
+    passthrough = {}
+    last = STAGES.index(req.stage)
+    for name, value in (doc.get("tensors") if doc else {}).items():
+        node = graph.nodes.get(name)
+        if node is None or not node.shown:
+            passthrough[name] = value
+        elif STAGES.index(node.stage) < last:
+            graph.give(name, value)
+    for name, value in given.items():
+        if name not in graph.nodes:
+            raise InputError("--" + name.lower(), f"a tensor this stage uses", name)
+        graph.give(name, value)
+    tokens = {"source": fx.get("source") or [], "target": fx.get("target") or []}
+    return Session(raw, source, graph, req.stage, strict, options, passthrough, tokens)
+
+
+def evaluate(session: Session, names: list[str] | None = None) -> dict[str, np.ndarray]:
+    """Every shown tensor up to the stage (only those that can be computed, for a calculator without
+    a fixture); fully blocked mask rows are reported as warnings."""
+    g = session.graph
+    out = {}
+    for name in names or g.shown(session.stage):
+        if session.strict:
+            out[name] = g.value(name)
+        elif g.can_compute(name):
+            out[name] = g.value(name)
+    for name, value in out.items():
+        if name.split(".")[-1] == "M" and value.ndim == 2:
+            for i in np.flatnonzero(~value.any(axis=1)):
+                row = (g.nodes[name].rows or [str(i)] * (i + 1))[i]
+                msg = (f"{name} row {i} ({row}) blocks every key: its attention weights and output are all zero")
+                if msg not in g.warnings:
+                    g.warnings.append(msg)
+    return out
