@@ -128,7 +128,7 @@ YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 
 
 # name: (rope_parameters, seq_len, max_position_embeddings). YaRN's pretraining length 32768 puts the ramp
 # inside the 8 frequencies of head_dim 16 (and, with theta 10000, at the dim - 1 clamp), so truncate matters;
-# llama3's 64 puts frequencies in all three bands (kept, blended, divided).
+# yarn_short's 8 puts its low end below 0; llama3's 64 puts frequencies in all three bands (kept, blended, divided).
 ROPE_CASES = {
     "default": ({"rope_type": "default"}, None, 32),
     "linear": ({"rope_type": "linear", "factor": 4.0}, None, 32),
@@ -138,6 +138,7 @@ ROPE_CASES = {
     "yarn_attention_factor": ({**YARN, "attention_factor": 0.8, "beta_fast": 16, "beta_slow": 2}, None, 131072),
     "yarn_mscale": ({**YARN, "factor": 40.0, "mscale": 0.707, "mscale_all_dim": 1.0}, None, 131072),
     "yarn_no_truncate": ({**YARN, "truncate": False}, None, 131072),
+    "yarn_short": ({**YARN, "original_max_position_embeddings": 8}, None, 32),  # ramp clamped at dim 0
     "llama3": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                 "original_max_position_embeddings": 64}, None, 256),
 }
