@@ -28,20 +28,16 @@ def dumps(doc: dict) -> str:
     return json.dumps(doc, ensure_ascii=False, allow_nan=False)
 
 
-def _reject_constant(name):
-    raise ValueError(name)
-
-
 def parse_json(text: str, source: str):
-    """Strict JSON (no NaN / Infinity tokens); errors give the line and column."""
+    """JSON; NaN / Infinity tokens are read as numbers so that the field holding one is named when it is
+    checked (every number a command uses must be finite)."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=float)
     except json.JSONDecodeError as e:
         found = "an empty input" if not text.strip() else f"{e.msg} at line {e.lineno}, column {e.colno}"
         raise InputError(source, "valid JSON", found) from None
-    except ValueError as e:
-        raise InputError(source, "strict JSON numbers", f"{e} (write finite numbers, or \"-inf\" in tensors)") \
-            from None
+    except RecursionError:
+        raise InputError(source, "JSON nested less deeply", "too many levels of nesting") from None
 
 
 def read_document(text: str, source: str) -> dict:

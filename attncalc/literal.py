@@ -3,6 +3,7 @@ commas, or a JSON / Python nested list `[[1, 0], [0, 1]]`."""
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 
@@ -19,10 +20,13 @@ def parse_matrix(text: str, option: str) -> np.ndarray:
         raise InputError(option, "a matrix such as \"1 0; 0 1\"", "an empty string")
     if text.startswith("["):
         try:
-            value = json.loads(text.replace("(", "[").replace(")", "]"), parse_constant=_reject_constant)
+            value = json.loads(text, parse_constant=_reject_constant)
         except json.JSONDecodeError as e:
-            raise InputError(option, "a nested list such as [[1, 0], [0, 1]]", f"invalid JSON ({e.msg}, column "
-                             f"{e.colno})") from None
+            try:  # a Python list: [[1, 2,], [3, 4]]
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                raise InputError(option, "a nested list such as [[1, 0], [0, 1]]", f"invalid JSON ({e.msg}, column "
+                                 f"{e.colno})") from None
         except ValueError as e:
             raise InputError(option, "finite numbers", str(e)) from None
         if isinstance(value, list) and value and not isinstance(value[0], list):

@@ -142,6 +142,19 @@ def _source(req: Request):
     raise InputError("input", NO_INPUT, "nothing (standard input is a terminal)")
 
 
+def check_shape(node, value, where: str) -> None:
+    """A supplied tensor must have the rows and columns its labels say (tokens, dimensions)."""
+    want = [len(node.rows) if node.rows else None, len(node.cols) if node.cols else None]
+    got = list(np.shape(value))
+    if node.rows is None and node.cols is None or len(got) < 1:
+        return
+    if len(got) < 2 or any(w is not None and w != g for w, g in zip(want, got[-2:])):
+        from .fixture import fmt_shape
+
+        raise InputError(where, f"shape {fmt_shape(want)} (rows: {', '.join((node.rows or [])[:6]) or 'any'})",
+                         fmt_shape(got))
+
+
 def open_session(req: Request) -> Session:
     raw, source, strict, doc = _source(req)
     doc_options = dict(doc.get("options") or {}) if doc else {}
@@ -186,6 +199,7 @@ def open_session(req: Request) -> Session:
         if node is None or not node.shown:
             passthrough[name] = value
         elif STAGES.index(node.stage) < last:
+            check_shape(node, value, f"{source}: tensors.{name}")
             graph.give(name, value)
     for name, value in given.items():
         if name not in graph.nodes:
