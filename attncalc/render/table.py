@@ -62,6 +62,5 @@ def print_explanation(con, label: str, expansion, p: int) -> None:
     from rich.cells import cell_len
 
     lines = expansion_lines(expansion, p)
-    head = f"{label} = "
-    for k, line in enumerate(lines):
-        con.print((head if k == 0 else " " * cell_len(head)) + line, markup=False)
+    for k, line in enumerate(lines):  # continuation lines start with "=", under the first one
+        con.print((f"{label} = " if k == 0 else " " * (cell_len(label) + 1)) + line, markup=False)

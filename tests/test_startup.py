@@ -1,0 +1,38 @@
+"""`--help` and the CLI module must not import NumPy: every command pays Python's start-up in a pipe."""
+
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import sys
+from attncalc.cli.app import app
+try:
+    app([{args}], prog_name="attncalc")
+except SystemExit:
+    pass
+print("NUMPY" if "numpy" in sys.modules else "CLEAN")
+"""
+
+
+@pytest.mark.parametrize("args", ["", "'--help'", "'softmax', '--help'", "'qkv', '--help'", "'--version'"])
+def test_help_does_not_import_numpy(args):
+    run = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True)
+    assert run.stdout.strip().splitlines()[-1] == "CLEAN", run.stdout + run.stderr
+
+
+def test_a_stage_does_import_numpy_and_works():
+    run = subprocess.run([sys.executable, "-c", PROBE.format(args="'softmax', '--scores', '1 2', '-f', 'json'")],
+                         capture_output=True, text=True)
+    assert run.stdout.strip().splitlines()[-1] == "NUMPY"
+    assert '"A": [[0.2689414213699951, 0.7310585786300049]]' in run.stdout
+
+
+def test_every_command_is_documented(cli):
+    out = cli("--help").stdout
+    for command in ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder", "generate",
+                    "walk", "check", "kvcache", "examples"):
+        assert f" {command} " in out, command
+        sub = cli(command, "--help")
+        assert sub.exit_code == 0 and "Usage" in sub.stdout
