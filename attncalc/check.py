@@ -1,0 +1,400 @@
+"""`check`: a learner's hand-computed tensors against the model's, cell by cell (SPEC §6).
+
+Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
+
+- Tolerance per cell from the number as written: d decimals → within 10^-d (`0.43` and `1.00` →
+  0.01, `0.4` → 0.1; `4.26e-1` counts as 3 decimals); an integer cell (`2`, `0`, `1`) → within
+  0.5, so a 0/1 mask cell must be exact. `-inf` / `−∞` (a blocked cell) matches only −∞.
+  `--tol` gives one absolute tolerance for every cell instead.
+- Verdicts, in graph order: "correct" — within tolerance of the true value, or of what the
+  step gives from your earlier numbers that were themselves correct (their rounding is not held
+  against you); "carried" — wrong, but what this step gives from your own numbers (`from_yours`:
+  the step's operation on your tensors, the true ones where you gave none); "slip" — wrong
+  even given your own numbers. `from_yours` is null for a tensor none of your tensors feed.
+- A slip is named when every slipped cell of a tensor matches a known mistake recomputed from
+  your numbers or the true ones (softmax over columns, no ÷√d_k, mask after the softmax or not at
+  all, K not transposed, X instead of X + PE, a row of another head).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .document import jsonable
+from .errors import InputError, describe
+from .graph import Graph
+from .ops import Add, Affine, Mask, Scale, Scores, Softmax
+from .render.text import expansion_lines
+
+NEG_INF = {"-inf", "−inf", "-∞", "−∞", "-infinity"}
+_NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
+_HEADER = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?:\[\s*(\d+)\s*\])?\s*=(.*)")
+MISTAKES = {
+    "columns": "softmax over columns instead of rows",
+    "no_scale": "no ÷√d_k (the scores were not scaled)",
+    "mask_after": "mask applied after the softmax (blocked weights zeroed, not renormalised)",
+    "no_mask": "mask not applied",
+    "no_transpose": "K not transposed (Q·K instead of Q·Kᵀ)",
+    "swapped": "rows and columns swapped (K·Qᵀ instead of Q·Kᵀ)",
+    "no_pe": "X used instead of X + PE",
+    "head": "a row of the wrong head",
+}
+
+
+class Literal(float):
+    """A JSON number that keeps its text, so its decimals are counted as written."""
+
+    def __new__(cls, text: str):
+        obj = super().__new__(cls, text)
+        obj.text = text
+        return obj
+
+
+@dataclass
+class Sheet:
+    """One tensor of a worksheet: values (−∞ allowed), tolerance and text of each cell."""
+
+    name: str
+    values: np.ndarray
+    tol: np.ndarray
+    text: np.ndarray  # object array of strings as written
+    where: str
+
+
+def tolerance_of(text: str) -> float:
+    """10^-decimals for a decimal number, 0.5 for an integer (see the module docstring)."""
+    m = _NUMBER.fullmatch(text.strip().replace("−", "-"))
+    if not m:
+        return 0.0
+    decimals = len(m.group(2) or m.group(3) or "") - int(m.group(4) or 0)
+    return 10.0 ** -decimals if decimals > 0 else 0.5 * 10.0 ** -decimals
+
+
+def _cell(v, where: str, text_ok: bool = False):
+    """(value, text) of one worksheet cell, or InputError naming it (text_ok: a plain-text sheet)."""
+    if isinstance(v, str) and v.strip().lower() in NEG_INF:
+        return -math.inf, v
+    if isinstance(v, str) and text_ok:
+        t = v.strip().replace("−", "-")
+        if _NUMBER.fullmatch(t):
+            return float(t), t
+    if isinstance(v, float) and not isinstance(v, bool):
+        text = getattr(v, "text", repr(v))
+        if not math.isfinite(v):
+            raise InputError(where, "a finite number", text)
+        return float(v), text
+    raise InputError(where, 'a number (or "-inf" for a blocked cell)', describe(v))
+
+
+def _blocks(v, where: str, text_ok: bool = False):
+    """Nested lists → (shape, [(value, text), …]); rows of unequal length are named."""
+    if not isinstance(v, list):
+        return (), [_cell(v, where, text_ok)]
+    if not v:
+        raise InputError(where, "a non-empty list of numbers", "[]")
+    shape, cells = None, []
+    for k, x in enumerate(v):
+        s, c = _blocks(x, f"{where}[{k}]", text_ok)
+        if shape is None:
+            shape = s
+        elif s != shape:
+            raise InputError(f"{where}[{k}]", f"{_shape_text(shape)} like {where}[0] (rows must be equal)",
+                             _shape_text(s))
+        cells += c
+    return (len(v), *shape), cells
+
+
+def _shape_text(shape) -> str:
+    return "a number" if not shape else f"{shape[0]} numbers" if len(shape) == 1 else "×".join(map(str, shape))
+
+
+def _sheet(name: str, value, where: str, text_ok: bool = False) -> Sheet:
+    shape, cells = _blocks(value, where, text_ok)
+    vals = np.array([c[0] for c in cells], float).reshape(shape)
+    text = np.empty(len(cells), object)
+    text[:] = [c[1] for c in cells]
+    tol = np.array([0.0 if math.isinf(c[0]) else tolerance_of(c[1]) for c in cells]).reshape(shape)
+    return Sheet(name, vals, tol, text.reshape(shape), where)
+
+
+def _reject(name):
+    raise ValueError(name)
+
+def parse_worksheet(text: str, source: str) -> dict[str, Sheet]:
+    """A JSON object of tensors, or plain text (`Q =` then rows); a pipe document's tensors too."""
+    body = "\n".join(line.split("#", 1)[0] for line in text.splitlines()).strip()
+    if not body:
+        raise InputError(source, 'a worksheet: {"Q": [[...]], ...} or "Q =" followed by rows', "an empty file")
+    if not body.startswith(("{", "[")):
+        return _parse_text(text, source)
+    try:
+        data = json.loads(text, parse_float=Literal, parse_int=Literal, parse_constant=_reject)
+    except json.JSONDecodeError as e:
+        raise InputError(source, "valid JSON", f"{e.msg} at line {e.lineno}, column {e.colno}") from None
+    except ValueError as e:
+        raise InputError(source, "finite numbers", str(e)) from None
+    if isinstance(data, dict) and "attncalc" in data and isinstance(data.get("tensors"), dict):
+        data = data["tensors"]
+    if not isinstance(data, dict) or not data:
+        raise InputError(source, 'an object of tensors such as {"Q": [[...]]}', describe(data))
+    return {name: _sheet(name, v, f"{source}: {name}") for name, v in data.items()}
+
+
+def _parse_text(text: str, source: str) -> dict[str, Sheet]:
+    """`NAME =` (or `NAME[h] =` for head h) then rows; a blank line or the next header ends it."""
+    found: dict[str, dict[int, list]] = {}
+    rows, name = None, ""
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0]
+        m = _HEADER.fullmatch(line)
+        if m:
+            name, head = m.group(1), int(m.group(2) or 0)
+            heads = found.setdefault(name, {})
+            if head in heads:
+                raise InputError(f"{source} line {lineno}", f"{name}{'[%d]' % head if m.group(2) else ''} once",
+                                 "a second one")
+            rows = heads[head] = []
+            line = m.group(3)
+        segments = [seg.replace(",", " ").replace("[", " ").replace("]", " ").split() for seg in line.split(";")]
+        segments = [seg for seg in segments if seg]
+        if not segments:
+            if not m and rows:
+                rows = None  # a blank line ends the tensor
+            continue
+        if rows is None:
+            raise InputError(f"{source} line {lineno}", "a header such as `Q =` before rows of numbers",
+                             describe(raw.strip()))
+        for tokens in segments:  # `;` separates rows on one line
+            r = len(rows)
+            for j, t in enumerate(tokens):
+                _cell(t, f"{source}: {name}[{r}][{j}] (line {lineno})", text_ok=True)
+            rows.append(tokens)
+            if len(tokens) != len(rows[0]):
+                raise InputError(f"{source}: {name}[{r}] (line {lineno})", f"{len(rows[0])} numbers like row 0",
+                                 str(len(tokens)))
+    out = {}
+    for name, heads in found.items():
+        if sorted(heads) != list(range(len(heads))):
+            raise InputError(f"{source}: {name}", "heads numbered 0, 1, … without gaps", str(sorted(heads)))
+        if any(not rows for rows in heads.values()):
+            raise InputError(f"{source}: {name}", "rows of numbers after the header", "none")
+        blocks = [heads[h] for h in sorted(heads)]
+        out[name] = _sheet(name, blocks[0] if len(blocks) == 1 else blocks, f"{source}: {name}", text_ok=True)
+    if not out:
+        raise InputError(source, 'a worksheet: "Q =" followed by rows of numbers', "no tensor header")
+    return out
+
+
+# ---- the model's side ------------------------------------------------------------------------
+def stage_for(names) -> str:
+    """The stage whose graph holds every name (attention names need only `attend`)."""
+    stage = "attend"
+    for n in names:
+        if n.startswith("dec") or n in ("D", "logits", "probs", "nll", "loss"):
+            return "decoder"
+        if n.startswith("enc"):
+            stage = "encoder"
+    return stage
+
+
+def known_names(graph: Graph) -> str:
+    """`X, PE, H, …, enc.0.{Q, K, V, …}`: every name a worksheet may use, grouped by prefix."""
+    groups: dict[str, list[str]] = {}
+    for n, v in graph.nodes.items():
+        if v.shown and not v.is_leaf:
+            prefix, _, base = n.rpartition(".")
+            groups.setdefault(prefix, []).append(base)
+    return ", ".join(", ".join(b) if not p else f"{p}.{{{', '.join(b)}}}" for p, b in groups.items())
+
+
+def _ancestors(graph: Graph, name: str) -> set:
+    seen, todo = set(), list(graph.nodes[name].inputs)
+    while todo:
+        cur = todo.pop()
+        if cur not in seen:
+            seen.add(cur)
+            todo.extend(graph.nodes[cur].inputs if cur in graph.nodes else ())
+    return seen
+
+
+def _with(graph: Graph, mine: dict) -> Graph:
+    """The graph with `mine` given; tensors a document supplied downstream of them are recomputed."""
+    keep = {k: v for k, v in graph.given.items() if k not in mine and k in graph.nodes
+            and not (_ancestors(graph, k) & set(mine))}
+    return Graph(nodes=graph.nodes, given={**keep, **{k: np.asarray(v, float) for k, v in mine.items()}})
+
+
+def _step(g: Graph, name: str) -> np.ndarray:
+    node = g.nodes[name]
+    return node.op.compute(*(g.value(i) for i in node.inputs))
+
+
+def _close(y, ref, tol) -> np.ndarray:
+    """Cells of y within tol of ref (−∞ matches only −∞; NaN in ref never matches)."""
+    ref = np.asarray(ref, float) if ref is not None else None
+    if ref is None or ref.shape != y.shape:
+        return np.zeros(y.shape, bool)
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(y - ref)
+        near = np.isfinite(diff) & (diff <= tol * (1 + 1e-9) + 1e-12 * np.maximum(1.0, np.abs(ref)))
+    return near | (np.isneginf(y) & np.isneginf(ref))
+
+
+def _fit(sheet: Sheet, truth: np.ndarray, name: str) -> Sheet:
+    """The sheet in the model's shape ([1, n, m] for [n, m] is fine); otherwise name both shapes."""
+    v = sheet.values
+    extra = v.ndim - truth.ndim
+    if v.shape == truth.shape:
+        return sheet
+    if extra > 0 and v.shape[extra:] == truth.shape and all(k == 1 for k in v.shape[:extra]):
+        return Sheet(sheet.name, v.reshape(truth.shape), sheet.tol.reshape(truth.shape),
+                     sheet.text.reshape(truth.shape), sheet.where)
+    heads = ", heads first" if truth.ndim == 3 else ""
+    raise InputError(sheet.where, f"a {'×'.join(map(str, truth.shape)) or 'single number'} tensor (the model's "
+                     f"{name}{heads})", "×".join(map(str, v.shape)) or "a single number")
+
+
+# ---- known mistakes ----------------------------------------------------------------------------
+def _unscaled(g: Graph, name: str):
+    """The scores before scaling, when `name` is a Scale node that actually scales."""
+    node = g.nodes[name]
+    ok = isinstance(node.op, Scale) and node.op.c != 1
+    return Scale(1.0, "1").compute(*(g.value(i) for i in node.inputs)) if ok else None
+
+
+def alternatives(g: Graph, name: str) -> list[tuple[str, np.ndarray]]:
+    """What this step gives when done one of the known wrong ways, from g's inputs."""
+    node, val, out = g.nodes[name], g.value, []
+    op, ins = node.op, node.inputs
+    src = g.nodes.get(ins[0]) if ins else None
+    if isinstance(op, Softmax):
+        x = val(ins[0])
+        out.append(("columns", np.swapaxes(op.compute(np.swapaxes(x, -1, -2)), -1, -2)))
+        if isinstance(src.op, Mask):
+            plain, m = op.compute(val(src.inputs[0])), val(src.inputs[1])
+            out += [("mask_after", plain * m), ("no_mask", plain)]
+            raw = _unscaled(g, src.inputs[0])
+            if raw is not None:
+                out.append(("no_scale", op.compute(src.op.compute(raw, m))))
+    elif isinstance(op, Mask):
+        out.append(("no_mask", val(ins[0])))
+        raw = _unscaled(g, ins[0])
+        if raw is not None:
+            out.append(("no_scale", op.compute(raw, val(ins[1]))))
+    elif isinstance(op, Scale) and op.c != 1:
+        out.append(("no_scale", _unscaled(g, name)))
+    elif isinstance(op, Scores):
+        qh, kh, dk = op.split(val(ins[0]), val(ins[1]))
+        if kh.shape[1] == dk:  # Q·K fits only when d_k equals the number of keys
+            s = qh @ kh
+            out.append(("no_transpose", s[0] if op.h == 1 else s))
+        s = qh @ kh.transpose(0, 2, 1)
+        if s.shape[1] == s.shape[2]:
+            s = s.transpose(0, 2, 1)
+            out.append(("swapped", s[0] if op.h == 1 else s))
+    elif isinstance(op, Add) and any(i.rpartition(".")[2] == "PE" for i in ins):
+        out.append(("no_pe", val(next(i for i in ins if i.rpartition(".")[2] != "PE"))))
+    elif isinstance(op, Affine) and src is not None and isinstance(src.op, Add) and \
+            any(i.rpartition(".")[2] == "PE" for i in src.inputs):
+        x = next(i for i in src.inputs if i.rpartition(".")[2] != "PE")
+        out.append(("no_pe", op.compute(val(x), *(val(i) for i in ins[1:]))))
+    return out
+
+
+def _wrong_head(y, refs, tol, slip) -> np.ndarray | None:
+    """Rows of a per-head tensor that equal the same row of another head (of the true or your values)."""
+    if y.ndim != 3 or y.shape[0] < 2:
+        return None
+    alt = np.full(y.shape, np.nan)
+    for h, i in {(int(a), int(b)) for a, b, _ in np.argwhere(slip)}:
+        for ref in refs:
+            other = [k for k in range(y.shape[0]) if k != h and _close(y[h, i], ref[k, i], tol[h, i]).all()]
+            if other:
+                alt[h, i] = ref[other[0], i]
+                break
+    return alt
+
+
+def mistake(graph: Graph, yours: Graph, name: str, y, truth, step, tol, slip) -> str | None:
+    """The known mistake every slipped cell matches, or None."""
+    candidates = []
+    for g in (yours, graph):
+        try:
+            candidates += alternatives(g, name)
+        except (InputError, ValueError):
+            pass
+    head = _wrong_head(y, [r for r in (truth, step) if r is not None], tol, slip)
+    if head is not None:
+        candidates.append(("head", head))
+    for key, alt in candidates:
+        if alt is not None and _close(y, alt, tol)[slip].all():
+            return MISTAKES[key]
+    return None
+
+
+# ---- the report --------------------------------------------------------------------------------
+def label(node, idx: tuple) -> str:
+    """`A[爱, 我]`, `S[head 1, 爱, 我]`: a cell named by its labels."""
+    parts = [str(k) for k in idx]
+    if node.rows and len(idx) >= 2 and idx[-2] < len(node.rows):
+        parts[-2] = node.rows[idx[-2]]
+    if node.cols and idx and idx[-1] < len(node.cols):
+        parts[-1] = node.cols[idx[-1]]
+    if len(idx) == 3:
+        parts[0] = f"head {idx[0]}"
+    return f"{node.name}[{', '.join(parts)}]" if idx else node.name
+
+
+MAX_CELLS = 100  # wrong cells explained per tensor (verdicts always cover every cell)
+
+
+def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, precision: int = 3) -> dict:
+    """Verdicts for every cell of every worksheet tensor, in graph order (see the module docstring)."""
+    if tol is not None and not (math.isfinite(tol) and tol >= 0):
+        raise InputError("--tol", "a tolerance ≥ 0", str(tol))
+    for name, sheet in sheets.items():
+        node = graph.nodes.get(name)
+        if node is None or not node.shown or node.is_leaf:
+            raise InputError(sheet.where, "a tensor name: one of " + known_names(graph), repr(name))
+    order = [n for n in graph.nodes if n in sheets]
+    fitted = {n: _fit(sheets[n], graph.value(n), n) for n in order}
+    mine = {n: s.values for n, s in fitted.items()}
+    yours, ok = _with(graph, mine), _with(graph, mine)
+    tensors, first_slip, counts = {}, None, {"correct": 0, "carried": 0, "slip": 0}
+    for name in order:
+        node, sheet, y = graph.nodes[name], fitted[name], mine[name]
+        truth = graph.value(name)
+        t = np.full(y.shape, float(tol)) if tol is not None else sheet.tol
+        fed = bool(_ancestors(graph, name) & set(mine))
+        step = _step(yours, name) if fed else None
+        right = _close(y, truth, t) | (_close(y, _step(ok, name), t) if fed else False)
+        carried = ~right & _close(y, step, t)
+        slip = ~right & ~carried
+        ok.give(name, np.where(right, y, truth))
+        verdicts = np.where(right, "correct", np.where(carried, "carried", "slip"))
+        for k in counts:
+            counts[k] += int((verdicts == k).sum())
+        if slip.any() and first_slip is None:
+            first_slip = name
+        cells = []
+        for idx in map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()):
+            cells.append({"index": list(idx), "label": label(node, idx), "verdict": str(verdicts[idx]),
+                          "yours": jsonable(y[idx]), "written": str(sheet.text[idx]),
+                          "tolerance": float(t[idx]), "correct": jsonable(truth[idx]),
+                          "from_yours": jsonable(step[idx]) if fed else None,
+                          "work": expansion_lines(graph.explain(name, idx), precision),
+                          "work_from_yours": expansion_lines(yours.explain(name, idx), precision) if fed else None})
+        tensors[name] = {
+            "formula": node.formula, "shape": list(y.shape), "verdicts": verdicts.tolist(),
+            "yours": jsonable(y), "written": sheet.text.tolist(), "tolerance": t.tolist(),
+            "correct": jsonable(truth), "from_yours": jsonable(step) if fed else None,
+            "mistake": mistake(graph, yours, name, y, truth, step, t, slip) if slip.any() else None,
+            "wrong": int((~right).sum()), "cells": cells,
+        }
+    return {"first_slip": first_slip, "tensors": tensors,
+            "summary": {"tensors": len(order), "cells": sum(counts.values()), **counts}}
