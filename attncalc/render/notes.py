@@ -14,18 +14,23 @@ def _cell(view: View, i, j, p: int) -> str:
     return fmt(float(view.matrix[i, j]), p)
 
 
+def md_escape(s: str) -> str:
+    """Text for Markdown outside code: `<s>` would be read as an HTML tag, `|` as a column break."""
+    return s.replace("<", r"\<").replace("|", r"\|")
+
+
 def markdown_view(view: View, p: int) -> str:
-    head = "| | " + " | ".join("…" if j is None else view.col_labels[j] for j in view.cols) + " |"
+    head = "| | " + " | ".join("…" if j is None else md_escape(view.col_labels[j]) for j in view.cols) + " |"
     rule = "|---|" + "---:|" * len(view.cols)
-    body = ["| " + ("⋮" if i is None else f"**{view.row_labels[i]}**") + " | " +
+    body = ["| " + ("⋮" if i is None else f"**{md_escape(view.row_labels[i])}**") + " | " +
             " | ".join(_cell(view, i, j, p) for j in view.cols) + " |" for i in view.rows]
-    return "\n".join([f"**{view.title}**", "", head, rule, *body, ""])
+    return "\n".join([f"**{md_escape(view.title)}**", "", head, rule, *body, ""])
 
 
 def markdown_explanation(label: str, expansion, p: int) -> str:
     lines = expansion_lines(expansion, p)
-    return "\n".join([f"- `{label} = {lines[0]}`"] + [f"  `{line}`" if k < len(expansion.lines) - 1 else f"  {line}"
-                                                     for k, line in enumerate(lines[1:])])
+    return "\n".join([f"- `{label} = {lines[0]}`"] + [f"  `{line}`" if k < len(expansion.lines) - 1
+                                                     else f"  {md_escape(line)}" for k, line in enumerate(lines[1:])])
 
 
 def _latex_escape(s: str) -> str:
@@ -55,5 +60,6 @@ def latex_explanation(label: str, expansion, p: int) -> str:
     maths = [ln for ln in lines if not ln.startswith("%")]
     notes = [ln for ln in lines if ln.startswith("%")]
     return "\n".join([r"\[", r"\begin{aligned}", rf"\text{{{_latex_escape(label)}}} &= {maths[0]} \\"] +
-                     [rf"&{m.lstrip('=').strip() and ' = ' + m.lstrip('= ')} \\" for m in maths[1:]] +
+                     [rf"&{m.lstrip('=').strip() and ' = ' + m.lstrip('= ')} \\" if m.startswith("=")
+                      else rf"&\quad {m} \\" for m in maths[1:]] +  # a line without = is a step (μ = …)
                      [r"\end{aligned}", r"\]", *notes, ""])

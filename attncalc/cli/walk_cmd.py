@@ -1,0 +1,241 @@
+"""`attncalc walk`: every stage of an example, one screen at a time, with the keys and the quiz.
+
+The screens themselves are `attncalc.walk`; this module reads keys (one key press, no Enter,
+when stdin and stdout are terminals), asks the quiz questions and saves `--export`. NumPy and
+Rich are imported inside the command body, so `attncalc --help` stays light.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from . import options as o
+
+HELP = ("The whole computation, stage by stage: each screen shows the formula, the matrices and why the step "
+        "is there. Keys: Enter/space next, b back, c ROW,COL explain a cell, q quit.")
+From = Annotated[Optional[str], typer.Option("--from", help="First stage: embed, pe, qkv, scores, mask, softmax, "
+                                             "attend, encoder, decoder, generate.", show_default=False)]
+To = Annotated[Optional[str], typer.Option("--to", help="Last stage (same names as --from).", show_default=False)]
+Quiz = Annotated[bool, typer.Option("--quiz", help="Ask you one cell per stage before showing it.")]
+NoPause = Annotated[bool, typer.Option("--no-pause", help="Print every screen without waiting for a key.")]
+Format = Annotated[str, typer.Option("--format", "-f", help="table|markdown (auto: table; markdown writes the "
+                                     "whole walk as notes).")]
+Export = Annotated[Optional[str], typer.Option("--export", help="Save what the terminal showed: FILE.html or "
+                                               "FILE.svg.", show_default=False)]
+
+
+def register(app) -> None:
+    app.command("walk", help=HELP)(walk)
+
+
+def walk(example: o.Example = None, fixture: o.FixturePath = None, fmt: Format = "auto",
+         precision: o.Precision = 3, lang: o.Lang = None, sets: o.Set = None, start: From = None, end: To = None,
+         quiz: Quiz = False, no_pause: NoPause = False, export: Export = None, debug: o.Debug = False):
+    def run():
+        from .. import texts
+        from ..errors import InputError
+
+        if lang is not None and lang not in texts.LANGS:
+            raise InputError("--lang", "en or zh", repr(lang))
+        if fmt not in ("auto", "table", "markdown"):
+            raise InputError("--format", "table or markdown for a walk", repr(fmt))
+        if fmt == "markdown" and (quiz or export):
+            raise InputError("--quiz/--export", "a walk on the terminal (not -f markdown)", "-f markdown")
+        if export and not export.lower().endswith((".html", ".svg")):
+            raise InputError("--export", "a file name ending in .html or .svg", repr(export))
+        from ..walk import markdown, open_walk
+
+        w = open_walk(example, fixture, sets or [], lang or texts.default_lang(), start, end, precision)
+        for message in w.session.graph.warnings:
+            sys.stderr.write(f"attncalc: warning: {message}\n")
+        if fmt == "markdown":
+            sys.stdout.write(markdown(w, precision))
+            return
+        from ..render.table import console
+
+        con = console(record=bool(export))
+        pause = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()
+        try:
+            Tour(w, con, precision, pause, quiz).run()
+        finally:
+            if export:
+                save(con, export)
+
+    o.guarded(run, debug)
+
+
+def save(con, path: str) -> None:
+    from ..errors import InputError
+
+    try:
+        if path.lower().endswith(".svg"):
+            con.save_svg(path, title="attncalc walk")
+        else:
+            con.save_html(path)
+    except OSError as e:
+        raise InputError(path, "a file --export can write", e.strerror or str(e)) from None
+
+
+KEYS = {"\r": "next", "\n": "next", " ": "next", "n": "next", "\x1b[C": "next", "\x1b[B": "next",
+        "b": "back", "p": "back", "\x1b[D": "back", "\x1b[A": "back", "q": "quit", "\x04": "quit", "\x1b": "quit",
+        "c": "cell", "?": "help", "h": "help"}
+
+
+def read_key(prompt: str) -> tuple[str, str]:
+    """One key press (cbreak mode: no Enter needed, Ctrl-C still interrupts) → (action, rest of the line)."""
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    try:
+        import termios
+        import tty
+    except ImportError:  # no termios (Windows): a line at a time
+        text = sys.stdin.readline()
+    else:
+        fd = sys.stdin.fileno()
+        old = termios.tcgetattr(fd)
+        try:
+            tty.setcbreak(fd)
+            text = os.read(fd, 1024).decode("utf-8", "replace")
+        finally:
+            termios.tcsetattr(fd, termios.TCSADRAIN, old)
+            sys.stderr.write("\r\x1b[K")
+    if not text:
+        return "quit", ""
+    key = text if text.startswith("\x1b[") else text[0].lower()
+    return KEYS.get(key[:3] if key.startswith("\x1b[") else key, "unknown"), text[1:]
+
+
+class Tour:
+    """The walk on a terminal: draw a screen, wait for a key, go on (or back); the quiz on the way."""
+
+    def __init__(self, walk, con, precision: int, pause: bool, quiz: bool):
+        self.w, self.con, self.p, self.pause, self.quiz = walk, con, precision, pause, quiz
+        self.asked: set[int] = set()
+        self.right = self.answered = 0
+
+    def say(self, key: str, **kw) -> None:
+        sys.stderr.write(self.text(key, **kw) + "\n")
+
+    def run(self) -> None:
+        from ..walk import draw
+
+        k, screens = 0, self.w.screens
+        while k < len(screens):
+            ask = self.ask if self.quiz and k not in self.asked else None
+            self.asked.add(k)
+            draw(self.con, self.w, k, self.p, ask)
+            if not self.pause:
+                k += 1
+                continue
+            k = self.wait(k)
+            if k is None:
+                break
+        else:
+            for note in self.w.notes:
+                self.con.print(note, markup=False)
+        if self.answered:
+            self.con.print(self.text("score", right=self.right, asked=self.answered), markup=False)
+
+    def text(self, key: str, **kw) -> str:
+        from .. import texts
+
+        return texts.ui(key, self.w.lang, **kw)
+
+    def wait(self, k: int) -> int | None:
+        """The next screen's index after the keys pressed on screen k; None to quit."""
+        from ..errors import InputError
+        from ..render.table import print_explanation
+        from ..walk import cell
+
+        while True:
+            action, rest = read_key(self.text("keys") + " ")
+            if action == "next":
+                return k + 1
+            if action == "quit":
+                return None
+            if action == "back":
+                if k > 0:
+                    return k - 1
+                self.say("first")
+            elif action == "cell":
+                if "\n" in rest or "\r" in rest:
+                    line = rest.splitlines()[0]
+                else:
+                    sys.stderr.write(self.text("cell_prompt") + rest)
+                    sys.stderr.flush()
+                    typed = sys.stdin.readline()
+                    if not typed:
+                        return None
+                    line = rest + typed
+                try:
+                    label, exp = cell(self.w, self.w.screens[k], line.strip())
+                    print_explanation(self.con, label, exp, self.p)
+                except InputError as e:
+                    sys.stderr.write(f"attncalc: {e}\n")
+            else:
+                self.say("keys")
+
+    def ask(self, s) -> list[str]:
+        """One quiz question on screen s (when it has one): its inputs, your number, the verdict and the
+        arithmetic. Returns the tensors drawn with the question."""
+        from ..render.table import print_explanation, print_views
+        from ..render.text import fmt
+        from ..walk import label_of, quiz_cell, views_of
+
+        if s.quiz is None:
+            return []
+        g = self.w.session.graph
+        node, value = g.node(s.quiz), g.value(s.quiz)
+        inputs = [i for i in node.inputs if not g.nodes[i].is_leaf and i not in s.tensors]
+        before = s.tensors[:s.tensors.index(s.quiz)] if s.quiz in s.tensors else []
+        print_views(self.con, views_of(self.w, inputs + before), self.p)
+        idx = quiz_cell(value.shape)
+        label, true = label_of(node, idx), float(value[idx])
+        verdict = None
+        while True:
+            sys.stderr.write(self.text("quiz_ask", label=label))
+            sys.stderr.flush()
+            line = sys.stdin.readline()
+            if not line:  # no more answers (end of input): the quiz stops, the walk goes on
+                self.quiz = False
+                return before
+            if not line.strip():
+                self.con.print(self.text("skipped"), markup=False)
+                break
+            verdict = judge(line, true)
+            if verdict is not None:
+                break
+            self.say("quiz_nan")
+        if verdict is not None:
+            ok, tol = verdict
+            self.answered += 1
+            self.right += ok
+            self.con.print(self.text("right" if ok else "wrong", label=label, value=fmt(true, self.p),
+                                     answer=line.strip(), tol=tol), markup=False)
+        print_explanation(self.con, label, g.explain(s.quiz, idx), self.p)
+        self.con.print()
+        return before
+
+
+def judge(answer: str, value: float):
+    """(right?, tolerance) of a typed answer, the tolerance from its decimals as `check` counts them;
+    None when it is not a number."""
+    import math
+
+    from ..check import NEG_INF, tolerance_of
+
+    text = answer.strip().replace("−", "-")
+    if text.lower() in NEG_INF:
+        return value == -math.inf, 0.0
+    try:
+        x = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(x):
+        return None
+    tol = tolerance_of(text)
+    return abs(x - value) <= tol * (1 + 1e-9), tol

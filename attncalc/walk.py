@@ -1,0 +1,397 @@
+"""`walk`: the whole computation as a list of screens, then drawn on a terminal or as Markdown.
+
+Screens are data. They come from visiting the graph's shown tensors in order and grouping
+neighbours that belong together (Q, K, V; S and S_scaled; M and S_masked; a layer's Add & Norm;
+its FFN). Each screen has the formulas of its tensors, why-texts (`texts.py`, keyed by each
+node's `about` plus what the graph says about the variant: mask kind, RoPE, GQA, RMSNorm,
+SwiGLU, pre-norm, teacher forcing), the weights it uses first, a main tensor (what `c ROW,COL`
+explains) and one worked cell. The interaction (keys, quiz) lives in `cli/walk_cmd.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import texts
+from .errors import InputError
+from .graph import STAGES
+from .literal import parse_cell
+from .ops import Affine, Identity, Scores
+from .ops_layers import Activation, RMSNorm, SwiGLU
+from .ops_positions import MaskMatrix
+from .output import cell_label
+from .session import Request, Session, evaluate, open_session
+
+WALK_STAGES = STAGES + ("generate",)
+ATTENTION = {"S": "scores", "bias": "scores", "S_scaled": "scores", "M": "mask", "S_masked": "mask", "A": "softmax"}
+GROUPS = {"X": "embed", "PE": "pe", "H": "pe", "Q": "qkv", "K": "qkv", "V": "qkv", "angles": "rope",
+          "Q_rope": "rope", "K_rope": "rope", "O": "attend", "Z": "attend", "U": "ffn", "U_up": "ffn",
+          "U_act": "ffn", "F": "ffn", "enc_out": "enc_out", "dec_out": "dec_out", "logits": "output",
+          "probs": "output", "nll": "loss", "loss": "loss"}
+
+
+@dataclass
+class Screen:
+    stage: str
+    group: str
+    prefix: str  # "" for the stage commands' block, "enc.0", "dec.0.cross", …
+    title: str
+    formulas: list[str]
+    why: list[str]
+    tensors: list[str]
+    weights: list[str] = field(default_factory=list)  # leaves first used here
+    main: str | None = None  # the tensor `c ROW,COL` explains
+    example: tuple | None = None  # the worked cell
+    quiz: str | None = None  # the tensor --quiz asks about on this screen (one per stage)
+    views: list = field(default_factory=list)  # ready views of tensors outside the graph (generation)
+    lines: list[str] = field(default_factory=list)  # said after the matrices
+
+
+@dataclass
+class Walk:
+    session: Session | None
+    values: dict
+    screens: list[Screen]
+    lang: str
+    name: str
+    notes: list[str] = field(default_factory=list)  # said after the last screen
+
+
+def group_of(name: str) -> tuple[str, str]:
+    """(prefix, group): neighbouring tensors with one key share a screen."""
+    if name in ("dec.X", "dec.PE", "D"):
+        return "dec", "input"
+    prefix, _, base = name.rpartition(".")
+    if base in ATTENTION:
+        return prefix, "weights" if prefix else ATTENTION[base]
+    m = re.fullmatch(r"([RHDN])(\d)", base)
+    if m and prefix:
+        return prefix, ("prenorm" if m.group(1) == "N" else "addnorm") + m.group(2)
+    return prefix, GROUPS.get(base, base)
+
+
+def stage_range(start: str | None, end: str | None) -> tuple[int, int]:
+    for opt, s in (("--from", start), ("--to", end)):
+        if s is not None and s not in WALK_STAGES:
+            raise InputError(opt, "a stage: " + ", ".join(WALK_STAGES), repr(s))
+    lo, hi = WALK_STAGES.index(start or "embed"), WALK_STAGES.index(end or "generate")
+    if lo > hi:
+        raise InputError("--from/--to", f"--from at or before --to ({end})", repr(start))
+    return lo, hi
+
+
+def open_walk(example=None, fixture=None, sets=(), lang="en", start=None, end=None, precision=3) -> Walk:
+    """Build the deepest stage the input supports (up to --to) and the screens from --from on."""
+    lo, hi = stage_range(start, end)
+    if not (example or fixture):
+        raise InputError("input", "--example NAME (woaini, wochiyu) or --fixture FILE", "nothing")
+    top = min(hi, len(STAGES) - 1)
+    error = None
+    for k in range(top, -1, -1):
+        try:
+            session = open_session(Request(stage=STAGES[k], example=example, fixture=fixture, sets=list(sets)))
+            values = evaluate(session)
+            break
+        except InputError as e:
+            error = e  # what stage k needs; kept when stage k − 1 works
+    else:
+        raise error
+    if k < min(lo, top):
+        raise error
+    name = example or fixture
+    walk = Walk(session, values, make_screens(session, values, lang, lo, hi), lang, name)
+    if k < top:
+        walk.notes.append(texts.ui("stopped", lang, stage=STAGES[k], name=name, reason=str(error)))
+    elif hi == len(STAGES):
+        try:
+            walk.screens += generation_screens(session, lang, precision)
+        except ImportError:  # decoding comes with its own issue
+            walk.notes.append(texts.ui("no_generate", lang))
+        except InputError as e:
+            walk.notes.append(texts.ui("stopped", lang, stage=STAGES[k], name=name, reason=str(e)))
+    return walk
+
+
+def generation_screens(session: Session, lang: str, precision: int) -> list[Screen]:
+    """Greedy decoding with the KV cache, a screen per step: the new rows, the cache, the weights, the
+    probabilities and the token chosen (the numbers of `attncalc generate`)."""
+    from types import SimpleNamespace
+
+    from .decoding import Model, Settings, generate
+    from .render.steps import shown_tensors, totals
+    from .render.text import fmt
+    from .render.view import views
+
+    result = generate(Model(session.fixture, session.source, ""), Settings())
+    screens = []
+    for step in result.steps:
+        shown = shown_tensors(step) + [("probs", step.tensors["probs"])]
+        title = texts.title("generate", lang, i=step.index, inputs=" ".join(step.inputs), token=step.token)
+        screens.append(Screen(
+            "generate", "generate", "", title, GENERATION_FORMULAS,
+            [texts.why("generate" if step.index == 0 else "kv_cache", lang)], [],
+            views=[v for t, x in shown for v in views(t, SimpleNamespace(formula=t, rows=x.rows, cols=x.cols),
+                                                       x.value)],
+            lines=[texts.ui("chosen", lang, token=step.token, p=fmt(step.probs[step.choice.token], precision))]))
+    w, wo = totals(result)
+    screens[-1].lines += [texts.ui("generated", lang, tokens=" ".join(result.generated)),
+                          texts.ui("macs", lang, w=w, wo=wo, saved=wo - w)]
+    return screens
+
+
+GENERATION_FORMULAS = ["q, k_new, v_new = D·Wq, D·Wk, D·Wv   (the new row only)",
+                       "K = [cached K; k_new],  V = [cached V; v_new]",
+                       "A = softmax(q·Kᵀ / √d_k),  O = A·V,  then the rest of each layer and the logits",
+                       "next token = argmax probs"]
+
+
+def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_STAGES) - 1) -> list[Screen]:
+    g = session.graph
+    runs: list[list[str]] = []
+    for name in values:
+        if runs and group_of(runs[-1][-1]) == group_of(name):
+            runs[-1].append(name)
+        else:
+            runs.append([name])
+    merged: list[tuple[list[str], bool]] = []
+    for names in runs:  # a layer's attention that repeats the stage block exactly: one short screen
+        same = repeats_stage_block(values, names)
+        if same and merged and merged[-1][1] and group_of(merged[-1][0][0])[0] == group_of(names[0])[0]:
+            merged[-1][0].extend(names)
+        else:
+            merged.append((list(names), same))
+    seen: set[str] = set()
+    screens = []
+    for names, same in merged:
+        s = screen(session, values, names, lang, seen, same)
+        if lo <= WALK_STAGES.index(s.stage) <= hi:
+            screens.append(s)
+    choose_quiz(g, screens)
+    return screens
+
+
+def repeats_stage_block(values: dict, names: list[str]) -> bool:
+    """True for a layer's attention tensors equal to the stage commands' block (the same weights on H)."""
+    prefix, group = group_of(names[0])
+    return bool(prefix) and group in ("qkv", "rope", "weights", "attend") and all(
+        n.rpartition(".")[2] in values and np.array_equal(values[n], values[n.rpartition(".")[2]]) for n in names)
+
+
+def screen(session: Session, values: dict, names: list[str], lang: str, seen: set, same=False) -> Screen:
+    g = session.graph
+    if same:  # only the output of the repeated block is shown
+        names = [n for n in names if group_of(n) == group_of(names[-1])]
+    prefix, group = group_of(names[0])
+    computed = [n for n in names if not isinstance(g.nodes[n].op, Identity)]
+    tensors = computed or names
+    main = tensors[0] if group in ("qkv", "rope") else tensors[-1]
+    nodes = [g.nodes[n] for n in names]
+    if same:
+        key = "same"
+    elif group.startswith("addnorm") and not any(n.about == "norm" for n in nodes):
+        key = "add"
+    else:
+        key = re.sub(r"\d$", "", group) + ("_only" if group == "input" and "enc_out" not in g.nodes else "")
+    heading = texts.title(key, lang)
+    ctx = layer_context(prefix, group, lang)
+    weights = []
+    for node in nodes if not same else []:
+        for i in node.inputs:
+            leaf = g.nodes.get(i)
+            if leaf is not None and leaf.is_leaf and leaf.value is not None and i not in seen:
+                seen.add(i)
+                weights.append(i)
+    shape = np.shape(values[main])
+    return Screen(nodes[0].stage, group, prefix, f"{ctx} · {heading}" if ctx else heading,
+                  [n.formula for n in nodes], [t for t in (texts.why(k, lang) for k in
+                                                           (["layer_same"] if same else why_keys(session, names)))
+                                               if t], tensors, weights, main, worked_cell(shape))
+
+
+def layer_context(prefix: str, group: str, lang: str) -> str:
+    parts = prefix.split(".")
+    if parts[0] not in ("enc", "dec") or len(parts) < 2:
+        return ""
+    out = texts.context(parts[0], lang, i=parts[1])
+    if len(parts) > 2:
+        return f"{out} · {texts.context(parts[2], lang)}"
+    if group in ("qkv", "rope", "weights", "attend"):
+        return f"{out} · {texts.context('attn', lang)}"
+    return out
+
+
+def heads(g, prefix: str) -> tuple[int, int]:
+    node = g.nodes.get(f"{prefix}.S" if prefix else "S")
+    op = node.op if node is not None else None
+    return (op.h, op.g) if isinstance(op, Scores) else (1, 1)
+
+
+def why_keys(session: Session, names: list[str]) -> list[str]:
+    """The why-texts of a screen: each node's `about`, refined by what the graph shows of the variant."""
+    g = session.graph
+    prefix, group = group_of(names[0])
+    position = (session.fixture.get("position") or {}).get("type", "sinusoidal")
+    layered = prefix not in ("", "dec")
+    keys: list[str] = []
+    if group == "input":  # embedding and positions were explained on the source side
+        return ["teacher_forcing" if "enc_out" in g.nodes else "decoder_only"]
+    if group == "qkv" and layered:
+        keys.append({"self": "masked_self", "cross": "cross"}.get(prefix.split(".")[-1], "layer_attention"))
+    for name in names:
+        node = g.nodes[name]
+        about = node.about
+        if about == "pe" and isinstance(node.op, Identity):
+            about = "pe_" + position
+        elif about == "pe" and position == "learned":
+            about = "pe_learned"
+        elif about == "norm" and isinstance(node.op, RMSNorm):
+            about = "rmsnorm"
+        elif about == "out":
+            about = name
+        if isinstance(node.op, MaskMatrix):
+            kinds = [f"mask_{k}" for k in node.op.kind.split("+")]
+            if layered:  # the layer's attention repeats the steps above: say only what differs
+                keys += [k for k in kinds if k != "mask_none" or prefix.startswith("enc")]
+                continue
+            keys += ["mask"] + kinds
+            continue
+        if layered and group in ("qkv", "rope", "weights") or layered and about == "Z":
+            continue
+        if isinstance(node.op, SwiGLU):
+            keys.append("swiglu")
+        if isinstance(node.op, Activation) and node.op.fn == "gelu":
+            keys.append("gelu")
+        if isinstance(node.op, Affine) and node.op.transpose:
+            keys.append("tied")
+        keys.append(about)
+    h, kv = heads(g, prefix)
+    if group == "qkv" and kv < h:
+        keys.append("gqa")
+    if group == "attend" and h > 1:
+        keys.append("multihead")
+    if group in ("enc_out", "dec_out"):
+        keys.append(group)
+    if group.startswith("prenorm"):
+        keys.append("prenorm")
+    return list(dict.fromkeys(keys))
+
+
+def worked_cell(shape: tuple) -> tuple:
+    """The cell a screen works out: the last row (it sees every key, even under a causal mask), column 0."""
+    if not shape:
+        return ()
+    return tuple([0] * (len(shape) - 2) + [shape[-2] - 1, 0]) if len(shape) >= 2 else (shape[0] - 1,)
+
+
+def quiz_cell(shape: tuple) -> tuple:
+    """The cell the quiz asks: row 1, column 1 where they exist (another cell than the worked one)."""
+    return tuple([0] * (len(shape) - 2) + [min(1, n - 1) for n in shape[-2:]]) if shape else ()
+
+
+def choose_quiz(g, screens: list[Screen]) -> None:
+    """One question per stage: the layer's Add & Norm in the encoder, the logits in the decoder, else the
+    stage's first screen that computes something."""
+    for stage in WALK_STAGES:
+        mine = [s for s in screens if s.stage == stage and s.main and not isinstance(g.nodes[s.main].op, Identity)]
+        preferred = {"encoder": "addnorm", "decoder": "output"}.get(stage, "")
+        pick = next((s for s in mine if preferred and s.group.startswith(preferred)), mine[0] if mine else None)
+        if pick is not None:
+            pick.quiz = "logits" if pick.group == "output" else pick.main
+
+
+def label_of(node, idx: tuple) -> str:
+    """`Q[爱, 0]`; a scalar is just its name (`loss`)."""
+    return cell_label(node, idx) if idx else node.name
+
+
+def cell(walk: Walk, screen: Screen, text: str):
+    """`ROW,COL` of the screen's main tensor or `TENSOR:ROW,COL` of any → (label, Expansion)."""
+    name, _, where = text.strip().rpartition(":")
+    name = name.strip() or screen.main
+    if name is None:
+        raise InputError("c", texts.ui("no_cell", walk.lang))
+    g = walk.session.graph
+    if name not in g.nodes or not g.can_compute(name):
+        raise InputError("c", "a tensor of this walk (" + ", ".join(screen.tensors + screen.weights) + ")",
+                         repr(name))
+    node, value = g.node(name), g.value(name)
+    idx = parse_cell(where, node.rows, node.cols, np.shape(value), option="c")
+    return label_of(node, idx), g.explain(name, idx)
+
+
+# ---- drawing ---------------------------------------------------------------------------------
+
+def views_of(walk: Walk, names: list[str]) -> list:
+    """The views of tensors (titled `enc.0.Q: Q = H·Wq` inside a layer) or weights (titled by their
+    fixture path; E's rows and the output layer's columns labelled with the vocabulary)."""
+    from .render.view import views
+
+    g, vocab = walk.session.graph, walk.session.fixture.get("vocab") or None
+    out = []
+    for name in names:
+        node = g.nodes[name]
+        if node.is_leaf:
+            node = replace(node, formula=name, rows=vocab if name == "E" else None,
+                           cols=vocab if name == "output.W" else None)
+        elif "." in name:
+            node = replace(node, formula=f"{name}: {node.formula}")
+        out += views(name, node, g.value(name))
+    return out
+
+
+def draw(con, walk: Walk, k: int, precision: int, ask=None) -> None:
+    """One screen on a Rich console: heading, formulas, why, weights, tensors, a worked cell. `ask(screen)`
+    (the quiz) runs before the tensors are drawn and returns the names it has already drawn."""
+    from rich.rule import Rule
+    from rich.text import Text
+
+    from .render.table import print_explanation, print_views
+
+    s, lang = walk.screens[k], walk.lang
+    con.print(Rule(Text(f"{texts.ui('step', lang, k=k + 1, n=len(walk.screens))} · {s.stage}")))
+    con.print(Text(s.title, style="bold"))
+    for f in s.formulas:
+        con.print(Text("  " + f))
+    con.print()
+    for w in s.why:
+        for line in texts.wrap(w, con.width):
+            con.print(Text(line))
+        con.print()
+    if s.weights:
+        con.print(Text(texts.ui("weights", lang), style="italic"))
+        print_views(con, views_of(walk, s.weights), precision)
+    drawn = ask(s) if ask is not None else []
+    print_views(con, views_of(walk, [t for t in s.tensors if t not in drawn]) + s.views, precision)
+    for line in s.lines:
+        con.print(Text(line))
+        con.print()
+    if s.example is not None and s.main:
+        g = walk.session.graph
+        con.print(Text(texts.ui("example", lang), style="italic"))
+        print_explanation(con, label_of(g.node(s.main), s.example), g.explain(s.main, s.example), precision)
+        con.print()
+
+
+def markdown(walk: Walk, precision: int) -> str:
+    """The whole walk as one Markdown document: a section per screen."""
+    from .render.notes import markdown_explanation, markdown_view, md_escape
+
+    lang, g = walk.lang, walk.session.graph
+    desc = walk.session.fixture.get("description") or ""
+    out = [f"# {md_escape(texts.ui('doc_title', lang, name=walk.name))}", ""] + ([md_escape(desc), ""] * bool(desc))
+    for k, s in enumerate(walk.screens):
+        out += [f"## {k + 1}. {md_escape(s.title)}", "", f"{texts.ui('stage', lang)} `{s.stage}`", "",
+                "```text", *s.formulas, "```", ""]
+        out += [f"{md_escape(w)}\n" for w in s.why]
+        if s.weights:
+            out += [f"*{texts.ui('weights', lang)}*", ""]
+        out += [markdown_view(v, precision) for v in views_of(walk, s.weights + s.tensors) + s.views]
+        out += [f"{md_escape(line)}\n" for line in s.lines]
+        if s.example is not None and s.main:
+            expl = markdown_explanation(label_of(g.node(s.main), s.example), g.explain(s.main, s.example), precision)
+            out += [f"*{texts.ui('example', lang).rstrip(':：')}*", "", expl, ""]
+    out += [f"> {md_escape(n)}\n" for n in walk.notes]
+    return "\n".join(out).rstrip() + "\n"
