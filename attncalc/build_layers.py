@@ -24,7 +24,8 @@ class Stack:
         self.act = fx.choice(f"{part}.activation", ("relu", "gelu", "swiglu"), "relu")
         layers = fx.get(f"{part}.layers")
         if not isinstance(layers, list) or not layers:
-            raise InputError(fx.where(f"{part}.layers"), "a list of at least one layer", repr(layers)[:40])
+            raise InputError(fx.where(f"{part}.layers"), "a list of at least one layer",
+                             "nothing (the key is missing)" if layers is None else repr(layers)[:40])
         self.n_layers = len(layers)
 
     def norm_node(self, path, name, x, labels, stage):
@@ -33,12 +34,13 @@ class Stack:
         g = b.g
         g.leaf(f"{path}.gamma", np.ones(d) if gamma is None else gamma, f"{path}.gamma")
         if self.norm == "rmsnorm":
-            op, ins, formula = RMSNorm(self.eps), (x, f"{path}.gamma"), f"{name.split('.')[-1]} = RMSNorm(…)"
+            op, ins, formula = RMSNorm(self.eps), (x, f"{path}.gamma"), \
+                f"{name.split('.')[-1]} = RMSNorm({x.split('.')[-1]})"
         else:
             beta = b.fx.array(f"{path}.beta", (d,), False)
             g.leaf(f"{path}.beta", np.zeros(d) if beta is None else beta, f"{path}.beta")
             op, ins, formula = LayerNorm(self.eps), (x, f"{path}.gamma", f"{path}.beta"), \
-                f"{name.split('.')[-1]} = LayerNorm(…)"
+                f"{name.split('.')[-1]} = LayerNorm({x.split('.')[-1]})"
         g.add(Node(name, op, ins, stage, formula, labels, _dims(d), about="norm"))
         return name
 
@@ -48,10 +50,11 @@ class Stack:
         if self.norm_first:
             inner = body(self.norm_node(norm, f"{prefix}N{k}", x, labels, stage))
             g.add(Node(prefix + out, Add(), (x, inner), stage, f"{out} = {x.split('.')[-1]} + "
-                       f"{inner.split('.')[-1]}", labels, _dims(self.b.d), about="residual"))
+                       f"{inner[len(prefix):]}", labels, _dims(self.b.d), about="residual"))  # + self.Z, F
             return prefix + out
-        total = g.add(Node(f"{prefix}R{k}", Add(), (x, body(x)), stage, f"R{k} = {x.split('.')[-1]} + sublayer",
-                           labels, _dims(self.b.d), about="residual"))
+        inner = body(x)
+        total = g.add(Node(f"{prefix}R{k}", Add(), (x, inner), stage, f"R{k} = {x.split('.')[-1]} + "
+                           f"{inner[len(prefix):]}", labels, _dims(self.b.d), about="residual"))
         return self.norm_node(norm, prefix + out, total, labels, stage)
 
     def ffn(self, path, prefix, x, labels, stage):
@@ -61,8 +64,8 @@ class Stack:
         dff = w1.shape[1]
         g.leaf(f"{path}.W1", w1, f"{path}.W1")
         b1 = b._param(f"{path}.b1", (dff,), required=False)
-        g.add(Node(prefix + "U", Affine(), (x, f"{path}.W1") + ((b1,) if b1 else ()), stage, "U = x·W1 + b1",
-                   labels, _dims(dff), about="ffn"))
+        g.add(Node(prefix + "U", Affine(), (x, f"{path}.W1") + ((b1,) if b1 else ()), stage,
+                   f"U = {x.split('.')[-1]}·W1" + (" + b1" if b1 else ""), labels, _dims(dff), about="ffn"))
         if self.act == "swiglu":
             b._param(f"{path}.W3", (d, dff), why=" (SwiGLU's up projection)")
             b3 = b._param(f"{path}.b3", (dff,), required=False)
@@ -76,7 +79,7 @@ class Stack:
         b._param(f"{path}.W2", (dff, d), why=" (the second FFN weight)")
         b2 = b._param(f"{path}.b2", (d,), required=False)
         g.add(Node(prefix + "F", Affine(), (prefix + "U_act", f"{path}.W2") + ((b2,) if b2 else ()), stage,
-                   "F = U_act·W2 + b2", labels, _dims(d), about="ffn"))
+                   "F = U_act·W2" + (" + b2" if b2 else ""), labels, _dims(d), about="ffn"))
         return prefix + "F"
 
     def layer_path(self, i):
@@ -149,10 +152,10 @@ def output(b: Builder, dec_out: str, labels, label_tokens, loss_rows) -> None:
         g.add(Node("logits", Affine(transpose=True), (dec_out, "E"), "decoder", "logits = dec_out·Eᵀ (tied)",
                    labels, vocab, about="logits"))
     else:
-        b._param("output.W", (b.d, len(vocab)), why=" (d_model × vocab)")
+        b._param("output.W", (b.d, len(vocab)), why=' (d_model × vocab; or "tied": true for Eᵀ)')
         bias = b._param("output.b", (len(vocab),), required=False)
         g.add(Node("logits", Affine(), (dec_out, "output.W") + ((bias,) if bias else ()), "decoder",
-                   "logits = dec_out·W + b", labels, vocab, about="logits"))
+                   "logits = dec_out·W" + (" + b" if bias else ""), labels, vocab, about="logits"))
     g.add(Node("probs", Softmax(), ("logits",), "decoder", "probs = softmax(logits)", labels, vocab, about="probs"))
     if label_tokens:
         ids = [vocab.index(t) for t in label_tokens]

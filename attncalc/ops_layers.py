@@ -84,10 +84,13 @@ class LayerNorm(Op):
         for k, v in enumerate(row):
             squares += (["+"] if k else []) + ["(", float(v), "−", mu, ")²"]
         second = ["σ²", "=", "("] + squares + [")", "/", str(row.size), "=", var]
-        out = (float(row[j]) - mu) / math.sqrt(var + self.eps) * float(gamma[j]) + float(beta[j])
-        third = ["(", float(row[j]), "−", mu, ")", "/", Call("sqrt", var, "+", given(self.eps, True)),
-                 "×", given(gamma[j], g[1]), "+", given(beta[j], g[2]), "=", out]
-        return Expansion([first, second, third], out)
+        eps = given(self.eps, True) if self.eps >= 1e-6 else f"{self.eps:g}"
+        xhat = (float(row[j]) - mu) / math.sqrt(var + self.eps)  # the normalised value
+        out = xhat * float(gamma[j]) + float(beta[j])
+        third = ["x̂", "=", "(", float(row[j]), "−", mu, ")", "/", Call("sqrt", var, "+", eps), "=", xhat]
+        result = ["x̂", "×", "γ", "+", "β", "=", xhat, "×", given(gamma[j], g[1]), "+", given(beta[j], g[2]),
+                  "=", out]
+        return Expansion([result, first, second, third], out)  # the result, then where its numbers come from
 
 
 class RMSNorm(Op):
@@ -111,7 +114,7 @@ class RMSNorm(Op):
         out = float(row[j]) / math.sqrt(ms + self.eps) * float(gamma[j])
         second = [float(row[j]), "/", Call("sqrt", ms, "+", given(self.eps, True)), "×", given(gamma[j], g[1]),
                   "=", out]
-        return Expansion([first, second], out)
+        return Expansion([second, first], out)  # the result, then where mean(x²) comes from
 
 
 def log_softmax(z: np.ndarray) -> np.ndarray:
@@ -132,7 +135,7 @@ class NegLogLikelihood(Op):
     def explain(self, xs, idx, g):
         (i,) = idx
         logp = float(log_softmax(xs[0][self.rows[i]])[self.labels[i]])
-        return Expansion([["−", Call("log", "p", f"({self.names[i]})"), "=", "−", Call("log", math.exp(logp)),
+        return Expansion([["−", Call("log", f"p({self.names[i]})"), "=", "−", Call("log", math.exp(logp)),
                            "=", -logp]], -logp, f"the label at position {i} is {self.names[i]}")
 
 

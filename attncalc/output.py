@@ -11,9 +11,6 @@ from .errors import InputError
 from .literal import parse_cell
 from .ops import Identity
 from .session import MAIN, Session
-from .render.notes import latex_explanation, latex_view, markdown_explanation, markdown_view
-from .render.text import expansion_lines
-from .render.view import views
 
 WORK_CELLS = 64  # --work is on by default up to this many cells
 HUGE = 5_000_000  # numbers in one JSON document before we ask for --only
@@ -34,16 +31,22 @@ def cell_label(node, idx: tuple) -> str:
         parts[-1] = node.cols[idx[-1]]
     if len(idx) == 3:
         parts[0] = f"head {idx[0]}"
-    return f"{node.name}[{', '.join(parts)}]"
+    return f"{node.name}[{', '.join(parts)}]" if idx else node.name  # a scalar (loss) has no index
 
 
 def pick_cell(session: Session, values: dict, text: str, default: str):
     """`ROW,COL` of the main output, or `NAME:ROW,COL` of any tensor."""
     name, _, where = text.rpartition(":") if ":" in text else ("", "", text)
+    if not name and where in values and np.ndim(values[where]) == 0:
+        name, where = where, ""  # `--cell loss`: a scalar is its own only cell
     name = name or default
     if name not in values:
         raise InputError("--cell", "a tensor of this stage (" + ", ".join(values) + ")", repr(name))
     node = session.graph.node(name)
+    if np.ndim(values[name]) == 0:
+        if where.strip() not in ("", "0"):
+            raise InputError("--cell", f"{name} alone ({name} is a single number)", repr(text))
+        return name, ()
     return name, parse_cell(where, node.rows, node.cols, np.shape(values[name]))
 
 
@@ -57,7 +60,23 @@ def stage_names(session: Session, values: dict, only: list[str] | None) -> list[
 
 def main_name(session: Session, values: dict) -> str:
     name = MAIN.get(session.stage, "")
-    return name if name in values else list(values)[-1]
+    name = name if name in values else list(values)[-1]
+    g = session.graph  # enc_out is enc.{N-1}.H2 by another name: explain the cells of the step that makes it
+    while isinstance(g.nodes[name].op, Identity) and g.nodes[name].inputs and \
+            g.nodes[name].inputs[0] in values and g.nodes[g.nodes[name].inputs[0]].stage == session.stage:
+        name = g.nodes[name].inputs[0]
+    return name
+
+
+def head_notes(session: Session, values: dict) -> list[str]:
+    """GQA / MQA: which query heads share which KV head, for every attention block shown."""
+    from .ops import Scores
+
+    out = []
+    for name, node in session.graph.nodes.items():
+        if isinstance(node.op, Scores) and name[:-1] + "Q" in values and node.op.sharing():
+            out.append((name[:-2] + ": " if name != "S" else "") + node.op.sharing())
+    return out
 
 
 def document(session: Session, values: dict, only: list[str] | None) -> dict:
@@ -69,8 +88,8 @@ def document(session: Session, values: dict, only: list[str] | None) -> dict:
                          f"{total:,} numbers, about {total * 20 / 1e6:,.0f} MB of JSON")
     labels = {n: {"rows": g.nodes[n].rows, "cols": g.nodes[n].cols} for n in tensors
               if n in g.nodes and (g.nodes[n].rows or g.nodes[n].cols)}
-    return make_document(session.fixture, session.stage, session.tokens, tensors, labels, list(g.warnings),
-                         session.options)
+    return make_document(session.fixture, session.stage, session.tokens, tensors, labels,
+                         list(g.warnings) + head_notes(session, values), session.options)
 
 
 def explanations(session: Session, values: dict, name: str, cells: list[tuple]):
@@ -91,12 +110,16 @@ def emit(session: Session, values: dict, fmt: str = "auto", precision: int = 3, 
     if fmt == "json":
         doc = document(session, values, only)
         if chosen:
+            from .render.text import expansion_lines
+
             name, idx = chosen[0]
             label, exp = next(explanations(session, values, name, [idx]))
             doc["cell"] = {"tensor": name, "index": list(idx), "label": label, "value": jsonable(exp.result),
                            "lines": expansion_lines(exp, precision)}
         sys.stdout.write(dumps(doc) + "\n")
         return
+    from .render.view import views  # renderers are imported only by the format that uses them
+
     names = stage_names(session, values, only)
     if work is None:
         work = np.size(values[main]) <= WORK_CELLS and not cell
@@ -107,14 +130,27 @@ def emit(session: Session, values: dict, fmt: str = "auto", precision: int = 3, 
         from .render.table import console, print_explanation, print_views
 
         con = console()
+        for note in head_notes(session, values):
+            con.print(note, markup=False)
         for name in names:
             print_views(con, views(name, g.node(name), values[name]), precision)
+        if session.stage == "decoder" and "probs" in values and not only:
+            from .render.predictions import print_predictions
+
+            print_predictions(con, g, values, precision)
         for name, idx in cells:
             label, exp = next(explanations(session, values, name, [idx]))
             print_explanation(con, label, exp, precision)
         return
+    from .render.notes import latex_explanation, latex_view, markdown_explanation, markdown_view
+
     view_fn, expl_fn = (markdown_view, markdown_explanation) if fmt == "markdown" else (latex_view, latex_explanation)
-    parts = [view_fn(v, precision) for name in names for v in views(name, g.node(name), values[name])]
+    parts = [("% " if fmt == "latex" else "") + note for note in head_notes(session, values)]
+    parts += [view_fn(v, precision) for name in names for v in views(name, g.node(name), values[name])]
+    if fmt == "markdown" and session.stage == "decoder" and "probs" in values and not only:
+        from .render.predictions import markdown_predictions
+
+        parts.append(markdown_predictions(g, values, precision))
     for name, idx in cells:
         label, exp = next(explanations(session, values, name, [idx]))
         parts.append(expl_fn(label, exp, precision))

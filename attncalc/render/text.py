@@ -7,7 +7,7 @@ import math
 from ..expansion import Call, Expansion, Given
 
 LATEX_SYMBOLS = {"×": r"\times", "−": "-", "−∞": r"-\infty", "→": r"\to", "⊙": r"\odot", "μ": r"\mu", "σ²": r"\sigma^2",
-                 "²": "^2", ")²": ")^2"}
+                 "²": "^2", ")²": ")^2", "x̂": r"\hat{x}", "γ": r"\gamma", "β": r"\beta"}
 
 
 def fmt(x, p: int = 3) -> str:
@@ -57,7 +57,7 @@ def line_text(line: list, p: int = 3, latex: bool = False) -> str:
         elif prev == "+" and isinstance(t, (int, float)) and float(t) < 0 and not s.startswith("−∞"):
             out = out[:-1] + ("-" if latex else "−")  # a + -b  →  a − b
             s = s[1:]
-        if t in ("×", "²", ")²") or prev == "×" or prev == "(" or t == ")" or not out:
+        if t in ("×", "²", ")²", ";", "]") or prev == "×" or prev in ("(", "[") or t == ")" or not out:
             out += (" " if latex and t == "×" else "") + s + (" " if latex and t == "×" else "")
         else:
             out += " " + s

@@ -41,6 +41,8 @@ def views(name: str, node, value, max_rows: int = 16, max_cols: int = 12, max_he
     base = name.split(".")[-1]
     heat = base in HEAT
     title = f"{node.formula or name}   [{shape}]" if node is not None else f"{name}   [{shape}]"
+    if node is not None and "." in name and node.formula and not node.formula.startswith(name):
+        title = f"{name}: {title}"  # enc.0.Q, dec.0.cross.Q: the name --cell and --only take
     if a.ndim == 0:
         a2 = a.reshape(1, 1)
     elif a.ndim == 1:

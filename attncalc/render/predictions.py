@@ -1,0 +1,92 @@
+"""The decoder stage in one glance: per position the input, the label, the most likely next token and
+p(label), −log p(label); then the loss as their mean. Drawn for the terminal (Rich) and Markdown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .text import fmt
+from .view import visible
+
+HEADER = ("pos", "input", "label", "most likely", "p", "p(label)", "−log p(label)")
+MAX_ROWS = 16
+
+
+@dataclass
+class Prediction:
+    """One decoder position: what came in, what should come next, what the model gives."""
+
+    pos: int
+    token: str
+    label: str | None
+    best: str
+    p_best: float
+    p_label: float | None
+    nll: float | None
+
+
+def predictions(graph, values: dict) -> list[Prediction | None]:
+    """One Prediction per visible position (None marks the gap of a long sequence)."""
+    probs = np.asarray(values["probs"])  # [n, vocab]
+    node = graph.node("probs")
+    vocab, tokens = node.cols or [str(j) for j in range(probs.shape[1])], node.rows
+    labels = {}
+    if "nll" in values:
+        op = graph.node("nll").op  # NegLogLikelihood: rows (positions), labels (ids), names (tokens)
+        labels = {int(r): (name, int(j), float(values["nll"][k]))
+                  for k, (r, name, j) in enumerate(zip(op.rows, op.names, op.labels))}
+    out: list[Prediction | None] = []
+    for i in visible(probs.shape[0], MAX_ROWS):
+        if i is None:
+            out.append(None)
+            continue
+        best = int(np.argmax(probs[i]))
+        name, j, nll = labels.get(i, (None, None, None))
+        out.append(Prediction(i, tokens[i] if tokens else str(i), name, vocab[best], float(probs[i, best]),
+                              None if j is None else float(probs[i, j]), nll))
+    return out
+
+
+def _cells(row: Prediction, p: int, code: bool = False) -> list[str]:
+    """The cells of one row; `code` wraps tokens in backticks (Markdown would read <s> as HTML)."""
+    tok = (lambda t: f"`{t}`" if t else "") if code else (lambda t: t or "")
+    mark = "" if row.label is None else (" ✓" if row.best == row.label else " ✗")
+    return [str(row.pos), tok(row.token), tok(row.label), tok(row.best) + mark, fmt(row.p_best, p),
+            "" if row.p_label is None else fmt(row.p_label, p), "" if row.nll is None else fmt(row.nll, p)]
+
+
+def loss_line(values: dict, p: int) -> str | None:
+    """`loss = (0.164 + 0.158 + …) / 4 = 0.151`, or None without labels."""
+    if "loss" not in values or "nll" not in values:
+        return None
+    nll = np.asarray(values["nll"]).ravel()
+    terms = " + ".join(fmt(x, p) for x in nll) if nll.size <= 8 else f"{fmt(nll[0], p)} + … + {fmt(nll[-1], p)}"
+    return f"loss = mean(−log p(label)) = ({terms}) / {nll.size} = {fmt(float(values['loss']), p)}"
+
+
+def print_predictions(con, graph, values: dict, p: int) -> None:
+    """The prediction table and the loss, in the terminal."""
+    from rich.table import Table
+
+    t = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 1))
+    for k, head in enumerate(HEADER):
+        t.add_column(head, justify="right" if k in (0, 4, 5, 6) else "left", no_wrap=True)
+    for row in predictions(graph, values):
+        t.add_row(*(["⋮"] * len(HEADER) if row is None else _cells(row, p)))
+    con.print("Next-token predictions", style="bold", markup=False)
+    con.print(t)
+    line = loss_line(values, p)
+    if line:
+        con.print(line, markup=False)
+
+
+def markdown_predictions(graph, values: dict, p: int) -> str:
+    """The prediction table and the loss, as Markdown."""
+    rows = ["| " + " | ".join(("⋮",) * len(HEADER) if r is None else _cells(r, p, code=True)) + " |"
+            for r in predictions(graph, values)]
+    rule = "|" + "|".join("---:" if k in (0, 4, 5, 6) else "---" for k in range(len(HEADER))) + "|"
+    line = loss_line(values, p)
+    return "\n".join(["**Next-token predictions**", "", "| " + " | ".join(HEADER) + " |", rule, *rows, ""] +
+                     ([f"**{line}**", ""] if line else []))
