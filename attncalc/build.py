@@ -41,6 +41,8 @@ class Builder:
         self.fx, self.opts, self.g = fx, opts or Options(), Graph()
         self.d = fx.integer("d_model", None if fx.strict else 0, minimum=1 if fx.strict else 0) or None
         self.position = fx.choice("position.type", POSITION_TYPES, "sinusoidal")
+        self.offset = 0  # position of the first row (generation with a KV cache: the new token's position)
+        self.extend_kv = None  # generation: (prefix, K, V, key labels) -> cached + new K, V and labels
 
     # ---- inputs ----------------------------------------------------------------------------
     def embed(self, tokens, prefix="", stage="embed"):
@@ -60,15 +62,16 @@ class Builder:
         cols = _dims(self.d or 0)
         if self.position == "sinusoidal":
             base = fx.number("position.base", 10000.0, positive=True)
-            g.add(Node(prefix + "PE", Sinusoidal(base), (x,), stage, "PE[pos, 2i] = sin(pos/10000^(2i/d)), "
-                       "PE[pos, 2i+1] = cos(…)", labels, cols, about="pe"))
+            g.add(Node(prefix + "PE", Sinusoidal(base, self.offset), (x,), stage,
+                       "PE[pos, 2i] = sin(pos/10000^(2i/d)), PE[pos, 2i+1] = cos(…)", labels, cols, about="pe"))
         elif self.position == "learned":
             g.leaf("P", fx.array("position.table", (None, self.d)), "position.table")
             table = fx.get("position.table")
-            if len(table) < len(labels):
-                raise InputError(fx.where("position.table"), f"at least {len(labels)} rows (one per position)",
-                                 f"{len(table)}")
-            g.add(Node(prefix + "PE", Lookup(range(len(labels)), _dims(len(labels)), "P"), ("P",), stage,
+            if len(table) < self.offset + len(labels):
+                raise InputError(fx.where("position.table"), f"at least {self.offset + len(labels)} rows (one per "
+                                 "position)", f"{len(table)}")
+            g.add(Node(prefix + "PE", Lookup(range(self.offset, self.offset + len(labels)),
+                       [str(self.offset + j) for j in range(len(labels))], "P"), ("P",), stage,
                        "PE[pos] = P[pos]", labels, cols, about="pe"))
         else:
             note = {"rope": "RoPE rotates Q and K instead of adding to X", "alibi": "ALiBi biases the scores "
@@ -116,6 +119,9 @@ class Builder:
         q, k = qkv["Q"], qkv["K"]
         if self.position == "rope" and self_attention:
             q, k = self.rope(prefix, q, k, h, kv, dk, q_labels, k_labels, st["qkv"])
+        v = qkv["V"]
+        if self.extend_kv is not None and self_attention:  # the keys and values of earlier steps come first
+            k, v, k_labels = self.extend_kv(prefix, k, v, k_labels)
         g.add(Node(prefix + "S", Scores(h, kv), (q, k), st["scores"], "S = Q·Kᵀ", q_labels, k_labels, about="S"))
         scale = self.opts.scale if self.opts.scale is not None else fx.number(f"{path}.scale", None, positive=True)
         text = f"{scale:g}" if scale is not None else f"1/√{dk}"
@@ -135,7 +141,7 @@ class Builder:
                    "S_masked = S_scaled where M = 1, −∞ where M = 0", q_labels, k_labels, about="mask"))
         g.add(Node(prefix + "A", Softmax(), (prefix + "S_masked",), st["softmax"], "A = softmax(S_masked) per row",
                    q_labels, k_labels, about="softmax"))
-        g.add(Node(prefix + "O", Attend(h, kv), (prefix + "A", qkv["V"]), st["attend"],
+        g.add(Node(prefix + "O", Attend(h, kv), (prefix + "A", v), st["attend"],
                    "O = A·V" + (" per head, heads concatenated" if h > 1 else ""), q_labels,
                    _dims(h * dv if dv else 0), about="O"))
         wo = fx.array(f"{path}.Wo", (h * dv if dv else None, d), False)
@@ -159,11 +165,21 @@ class Builder:
             raise InputError(fx.where("position.type"), "an even head dimension d_k for RoPE", f"d_k = {dk}")
         layout = fx.choice("position.layout", ("half", "interleaved"), "half")
         scaling = fx.get("position.scaling")
+        if scaling is not None and not isinstance(scaling, dict):
+            raise InputError(fx.where("position.scaling"), 'an object such as {"type": "linear", "factor": 2}',
+                             repr(scaling)[:40])
         inv_freq, factor = positions.rope_inv_freq(dk, fx.number("position.theta", 10000.0, positive=True),
-                                                   scaling, seq_len=len(k_labels) if k_labels else None)
+                                                   scaling, seq_len=self.offset + len(k_labels) if k_labels else None)
         g = self.g
-        g.add(Node(prefix + "angles", Angles(inv_freq), (k,), stage, "angle[pos, j] = pos × inv_freq_j",
-                   k_labels, _dims(dk // 2), about="rope_angles"))
+        pairs = [f"pair {j} ({j},{j + dk // 2})" if layout == "half" else f"pair {j} ({2 * j},{2 * j + 1})"
+                 for j in range(dk // 2)]  # which two columns of every head each angle turns
+        freqs = ", ".join(f"{f:.4g}" for f in inv_freq[:4]) + (", …" if len(inv_freq) > 4 else "")
+        kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
+        extra = (f"; {kind} scaling" if kind != "default" else "") + (f", cos and sin × {factor:.4g}"
+                                                                      if factor != 1.0 else "")
+        g.add(Node(prefix + "angles", Angles(inv_freq, self.offset), (k,), stage,
+                   f"angle[pos, pair j] = pos × inv_freq_j (radians), inv_freq = [{freqs}]{extra}",
+                   k_labels, pairs, about="rope_angles"))
         g.add(Node(prefix + "Q_rope", Rope(h, layout, factor), (q, prefix + "angles"), stage,
                    "Q_rope = rotate(Q, angle)", q_labels, _dims(h * dk), about="rope"))
         g.add(Node(prefix + "K_rope", Rope(kv, layout, factor), (k, prefix + "angles"), stage,

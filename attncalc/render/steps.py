@@ -1,0 +1,283 @@
+"""Drawing a generation: each step's new rows, cache, attention weights and probability table, then a
+summary of what the KV cache saved. Terminal (Rich), one JSON document, or Markdown / LaTeX notes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from .text import fmt
+from .view import views
+
+WHAT = {"q": "the new query row", "q_rope": "the new query row, rotated", "k_new": "the K rows the cache gains",
+        "k_new_rope": "the K rows the cache gains, rotated", "v_new": "the V rows the cache gains",
+        "K": "the K cache after this step", "V": "the V cache after this step",
+        "A": "weights over the cached positions"}
+PROB_ROWS = 12  # rows of the probability table at most
+
+
+# ---- what each step shows ------------------------------------------------------------------------
+
+
+def shown_tensors(step) -> list[tuple[str, object]]:
+    """(title, tensor) of a step's main tensors: per layer q, k_new, v_new, K, V, A, cross-attention A."""
+    out = []
+    for name, t in step.tensors.items():
+        head, _, last = name.rpartition(".")
+        if head.endswith(".self") and last in WHAT and f"{name}_rope" not in step.tensors:
+            out.append((head[:-4], list(WHAT).index(last), f"{name}: {WHAT[last]}", t))
+        elif head.endswith(".cross") and last == "A":
+            out.append((head[:-5], len(WHAT), f"{name}: weights over the source", t))
+    return [(title, t) for *_, title, t in sorted(out, key=lambda r: r[:2])]
+
+
+def _views(title, t):
+    short = f"  ({t.formula})" if len(t.formula) <= 24 else ""
+    return views(title, SimpleNamespace(formula=title + short, rows=t.rows, cols=t.cols), t.value)
+
+
+def prob_rows(step, vocab) -> tuple[list[dict], int]:
+    """The probability table, most likely first, and how many tokens it leaves out. When sampling: p at the
+    temperature, what top-k keeps, the renormalised vector top-p walks (with its running sum), what top-p
+    keeps, and the distribution the draw uses with its running sum."""
+    import numpy as np
+
+    from ..decoding import softmax
+
+    c = step.choice
+    order = np.argsort(-step.logits, kind="stable")  # every column below is monotone in the logits
+    sample = c.u is not None
+    keep = min(order.size, max(5, int(c.kept_p.sum()) + 2) if sample else 5, PROB_ROWS)
+    p_t = softmax(c.scaled)
+    p_k = softmax(np.where(c.kept_k, c.scaled, -np.inf))
+    cols = {"p": p_t if sample else step.probs, "p_k": p_k, "p_sample": c.p_sample}
+    cums = {k: np.cumsum(v[order]) for k, v in cols.items()}
+    rows = []
+    for r, t in enumerate(order[:keep]):
+        rows.append({"rank": r + 1, "token": vocab[t], "logit": float(step.logits[t]), "scaled": float(c.scaled[t]),
+                     "kept_k": bool(c.kept_k[t]), "kept_p": bool(c.kept_p[t]), "chosen": int(t) == c.token,
+                     **{k: float(v[t]) for k, v in cols.items()},
+                     **{"cum_" + k: float(v[r]) for k, v in cums.items()}})
+    return rows, order.size - keep
+
+
+def prob_columns(step, settings) -> list[tuple[str, str]]:
+    """(header, key) of the probability table for this strategy."""
+    cols = [("#", "rank"), ("token", "token"), ("logit", "logit")]
+    if step.choice.u is None:
+        return cols + [("p", "p"), ("cum p", "cum_p")]
+    t = settings.temperature
+    if t != 1.0:
+        cols.append((f"logit/{t:g}", "scaled"))
+    cols.append(("p" if t == 1.0 else f"p at T={t:g}", "p"))
+    if settings.top_k:
+        cols.append((f"top-k {settings.top_k}", "kept_k"))
+    if settings.top_p < 1:
+        if settings.top_k:
+            cols.append(("p top-k", "p_k"))
+        cols += [("cum", "cum_p_k"), (f"top-p {settings.top_p:g}", "kept_p")]
+    return cols + [("p sample", "p_sample"), ("cum sample", "cum_p_sample")]
+
+
+def cell(row, key, p) -> str:
+    v = row[key]
+    if isinstance(v, bool):
+        return "kept" if v else "—"
+    return fmt(v, p) if isinstance(v, float) else str(v)
+
+
+def choice_line(step, p) -> str:
+    c = step.choice
+    if c.u is None:
+        return f"chosen: {step.token} (greedy: the largest probability, {fmt(step.probs[c.token], p)})"
+    return (f"chosen: {step.token} (u = {fmt(c.u, p)} from the seeded generator falls in its cumulative range; "
+            f"p sample = {fmt(c.p_sample[c.token], p)})")
+
+
+def step_title(step) -> str:
+    inputs = " ".join(step.inputs)
+    where = f"position {step.position}" if len(step.inputs) == 1 else \
+        f"positions {step.position}–{step.position + len(step.inputs) - 1}"
+    rows = f"{step.cache_rows} row" + ("s" if step.cache_rows > 1 else "")
+    return f"Step {step.index}: input {inputs} at {where} → {step.token}   (cache: {rows})"
+
+
+def summary_rows(result, p) -> list[list[str]]:
+    rows = []
+    for s in result.steps:
+        m = s.macs
+        rows.append([str(s.index), " ".join(s.inputs), str(s.position), str(s.cache_rows), s.token,
+                     fmt(s.probs[s.choice.token], p), f"{m['with_cache']:,}", f"{m['without_cache']:,}",
+                     f"{m['without_cache'] - m['with_cache']:,}"])
+    w, wo = totals(result)
+    rows.append(["total", "", "", "", "", "", f"{w:,}", f"{wo:,}", f"{wo - w:,}"])
+    return rows
+
+
+SUMMARY = ["step", "input", "pos", "cache rows", "chosen", "p", "MACs with cache", "without cache", "saved"]
+
+
+def totals(result) -> tuple[int, int]:
+    return (sum(s.macs["with_cache"] for s in result.steps), sum(s.macs["without_cache"] for s in result.steps))
+
+
+def intro(model) -> str:
+    if model.encoder is None:
+        return (f"Prompt: {' '.join(model.prompt)} — fed at step 0; its keys and values fill the cache first "
+                "(decoder-only).")
+    return "The source is encoded once: cross-attention reads enc_out, its K and V computed at step 0."
+
+
+def cache_note(result) -> str:
+    if result.settings.use_cache:
+        return "KV cache on: each step computes only its new rows. MACs: multiply-adds of matrix products."
+    return "--no-kv-cache: each step recomputes every row (same numbers). MACs: multiply-adds of matrix products."
+
+
+# ---- terminal ------------------------------------------------------------------------------------
+
+
+def print_generation(model, result, precision: int) -> None:
+    from rich.table import Table
+
+    from .table import console, print_views
+
+    con = console()
+    con.print(intro(model), markup=False)
+    con.print()
+    if model.encoder is not None:
+        node = model.encoder.nodes["enc_out"]
+        print_views(con, views("enc_out", node, model.enc_out), precision)
+    for step in result.steps:
+        con.rule(step_title(step), characters="─", style="", align="left")
+        for title, t in shown_tensors(step):
+            print_views(con, _views(title, t), precision)
+        rows, rest = prob_rows(step, model.vocab)
+        cols = prob_columns(step, result.settings)
+        table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1))
+        for head, key in cols:
+            table.add_column(head, justify="left" if key == "token" else "right", no_wrap=True)
+        table.add_column("", no_wrap=True, min_width=9)
+        for row in rows:
+            mark = ("← argmax" if step.choice.u is None else "← u") if row["chosen"] else ""
+            table.add_row(*[cell(row, key, precision) for _, key in cols], mark)
+        con.print("probabilities, most likely first" + (" (after temperature, top-k, top-p)"
+                                                        if step.choice.u is not None else ""), style="bold")
+        con.print(table)
+        if rest:
+            con.print(f"… {rest} more tokens", markup=False)
+        con.print(choice_line(step, precision), markup=False)
+        con.print()
+    summary = Table(box=None, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1))
+    for k, head in enumerate(SUMMARY):
+        summary.add_column(head, justify="right" if k not in (1, 4) else "left", no_wrap=True)
+    for row in summary_rows(result, precision):
+        summary.add_row(*row)
+    con.rule("Summary", characters="─", style="", align="left")
+    con.print(cache_note(result), markup=False)
+    con.print(summary)
+    con.print(f"generated: {' '.join(result.generated)}", markup=False)
+
+
+# ---- Markdown and LaTeX --------------------------------------------------------------------------
+
+
+def _md_table(head, rows) -> str:
+    from .notes import md_escape
+
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in rows]) + "\n"
+
+
+def _latex_table(head, rows) -> str:
+    from .notes import _latex_escape
+
+    body = [" & ".join(_latex_escape(c) for c in r) + r" \\" for r in rows]
+    return "\n".join([r"\begin{tabular}{" + "l" * len(head) + "}", " & ".join(_latex_escape(h) for h in head) +
+                      r" \\ \hline", *body, r"\end{tabular}", ""])
+
+
+def notes_text(model, result, precision: int, latex: bool = False) -> str:
+    from .notes import latex_view, markdown_view, md_escape
+
+    view_fn, table_fn = (latex_view, _latex_table) if latex else (markdown_view, _md_table)
+    say = (lambda s: "% " + s) if latex else (lambda s: md_escape(s) + "\n")
+    head = (lambda s: "% " + s) if latex else (lambda s: f"### {md_escape(s)}\n")
+    parts = [say(intro(model))]
+    if model.encoder is not None:
+        parts += [view_fn(v, precision) for v in views("enc_out", model.encoder.nodes["enc_out"], model.enc_out)]
+    for step in result.steps:
+        parts.append(head(step_title(step)))
+        for title, t in shown_tensors(step):
+            parts += [view_fn(v, precision) for v in _views(title, t)]
+        rows, rest = prob_rows(step, model.vocab)
+        cols = prob_columns(step, result.settings)
+        parts.append(table_fn([h for h, _ in cols], [[cell(r, k, precision) for _, k in cols] for r in rows]))
+        if rest:
+            parts.append(say(f"… {rest} more tokens"))
+        parts.append(say(choice_line(step, precision)))
+    parts += [head("Summary"), say(cache_note(result)), table_fn(SUMMARY, summary_rows(result, precision)),
+              say(f"generated: {' '.join(result.generated)}")]
+    return "\n".join(parts)
+
+
+# ---- JSON ----------------------------------------------------------------------------------------
+
+
+def json_text(session, model, result, only: list[str] | None = None) -> str:
+    """One pipe document: the encoder's tensors, every step's under `step.{i}.`, `generated`, `steps`."""
+    from ..document import dumps, make_document
+    from ..errors import InputError
+    from ..output import HUGE
+
+    tensors, labels = {}, {}
+
+    def put(name, value, rows, cols):
+        tensors[name] = value
+        if rows or cols:
+            labels[name] = {"rows": rows, "cols": cols}
+
+    if model.encoder is not None:
+        for name in model.encoder.shown():
+            node = model.encoder.nodes[name]
+            put(name, model.encoder.value(name), node.rows, node.cols)
+    sample = result.settings.strategy == "sample"
+    for s in result.steps:
+        local = dict(s.tensors)
+        if sample:
+            local["p_sample"] = SimpleNamespace(value=s.choice.p_sample, rows=None, cols=model.vocab)
+        for name, t in local.items():
+            put(f"step.{s.index}.{name}", t.value, t.rows, t.cols)
+    if only:
+        known = sorted({k.split(".", 2)[2] if k.startswith("step.") else k for k in tensors})
+        for name in only:
+            if name not in known:
+                raise InputError("--only", "tensors of generate (" + ", ".join(known) + ")", repr(name))
+        tensors = {k: v for k, v in tensors.items() if (k.split(".", 2)[2] if k.startswith("step.") else k) in only}
+    total = sum(v.size for v in tensors.values())
+    if total > HUGE:
+        raise InputError("-f json", f"at most {HUGE:,} numbers in one document (pick tensors with --only "
+                         "logits,probs)", f"{total:,} numbers")
+    st = result.settings
+    options = {"strategy": st.strategy, "max_new_tokens": st.max_new_tokens, "kv_cache": st.use_cache}
+    if sample:
+        options.update(temperature=st.temperature, top_k=st.top_k, top_p=st.top_p, seed=st.seed)
+    doc = make_document(session.fixture, "generate", {"source": list(session.tokens["source"]),
+                                                      "target": list(session.tokens["target"])},
+                        tensors, {k: v for k, v in labels.items() if k in tensors}, [], options)
+    doc["generated"] = list(result.generated)
+    doc["steps"] = [step_record(s, model.vocab) for s in result.steps]
+    w, wo = totals(result)
+    doc["macs"] = {"with_cache": w, "without_cache": wo, "saved": wo - w}
+    return dumps(doc)
+
+
+def step_record(s, vocab) -> dict:
+    c = s.choice
+    rec = {"step": s.index, "input": list(s.inputs), "position": s.position, "cache_rows": s.cache_rows,
+           "token": s.token, "token_id": c.token, "probability": float(s.probs[c.token]),
+           "macs": {**s.macs, "saved": s.macs["without_cache"] - s.macs["with_cache"]}}
+    if c.u is not None:
+        rec.update(u=c.u, p_sample=float(c.p_sample[c.token]),
+                   kept_top_k=[vocab[i] for i in range(len(vocab)) if c.kept_k[i]],
+                   kept_top_p=[vocab[i] for i in range(len(vocab)) if c.kept_p[i]])
+    return rec
