@@ -184,7 +184,12 @@ def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
             (p for p in ("attention", "encoder.layers[0].self_attention", "decoder.layers[0].self_attention")
              if fx.has(p)), "attention")
         kind = opts.kind if opts and opts.kind else ("causal" if path.startswith("decoder") else "none")
-        b.attention(path, "", h, h, labels, labels, kind, key_is_pad)
+        attn_in = h
+        part = path.split(".")[0]
+        if path == f"{part}.layers[0].self_attention" and fx.boolean(f"{part}.norm_first", False):
+            # pre-norm: layer 0 normalises its input before attention, and so do the stage commands
+            attn_in = Stack(b, part).norm_node(f"{part}.layers[0].norm1", "N1", h, labels, "qkv")
+        b.attention(path, "", attn_in, attn_in, labels, labels, kind, key_is_pad)
     if last < STAGES.index("encoder"):
         return b.g
     enc_out = None

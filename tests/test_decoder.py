@@ -191,3 +191,14 @@ def test_encoder_stage_does_not_need_the_decoder(cli, tmp_path):
     path = tmp_path / "encoder_only.json"
     path.write_text(json.dumps(_without(["output"]), ensure_ascii=False), encoding="utf-8")
     assert "enc_out" in doc(cli("encoder", "--fixture", path, "-f", "json"))["tensors"]
+
+
+def test_stage_commands_of_a_pre_norm_model_normalise_first(cli):
+    """tinyllama is pre-norm: its layer 0 attends over RMSNorm(H), and so must `qkv` … `attend`."""
+    stage = doc(cli("attend", "--example", "tinyllama", "-f", "json"))["tensors"]
+    layer = doc(cli("decoder", "--example", "tinyllama", "-f", "json"))["tensors"]
+    n = len(stage["Q"])
+    assert "N1" in stage
+    np.testing.assert_allclose(stage["N1"], layer["dec.0.N1"][:n], atol=1e-12)
+    np.testing.assert_allclose(stage["Q_rope"], layer["dec.0.self.Q_rope"][:n], atol=1e-12)
+    np.testing.assert_allclose(stage["Z"], layer["dec.0.self.Z"][:n], atol=1e-12)  # causal: later tokens change nothing
