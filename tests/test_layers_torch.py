@@ -205,3 +205,15 @@ def test_decoder_through_the_cli_equals_torch(cli, tmp_path):
     np.testing.assert_allclose(tensors["probs"], probs, atol=TOL)
     nll = -np.log(probs[np.arange(len(TARGET) + 1), [VOCAB.index(t) for t in TARGET + ["</s>"]]])
     np.testing.assert_allclose(tensors["nll"], nll, atol=TOL)
+
+
+def test_erfc_and_gelu_to_machine_precision():
+    """NumPy has no erf: ours must match math.erfc everywhere and torch's exact GELU."""
+    import math
+
+    from attncalc.ops_layers import ACTIVATIONS, erfc
+
+    x = np.linspace(-12, 12, 20001)
+    np.testing.assert_allclose(erfc(x), [math.erfc(v) for v in x], rtol=1e-13, atol=1e-16)
+    t = pytest.importorskip("torch")
+    np.testing.assert_allclose(ACTIVATIONS["gelu"](x), t.nn.functional.gelu(t.tensor(x)).numpy(), atol=1e-15)
