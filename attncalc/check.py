@@ -28,6 +28,7 @@ import numpy as np
 from .document import jsonable
 from .errors import InputError, describe
 from .graph import Graph
+from .literal import cell_label
 from .ops import Add, Affine, Mask, Scale, Scores, Softmax
 from .render.text import expansion_lines
 
@@ -338,18 +339,6 @@ def mistake(graph: Graph, yours: Graph, name: str, y, truth, step, tol, slip) ->
 
 
 # ---- the report --------------------------------------------------------------------------------
-def label(node, idx: tuple) -> str:
-    """`A[爱, 我]`, `S[head 1, 爱, 我]`: a cell named by its labels."""
-    parts = [str(k) for k in idx]
-    if node.rows and len(idx) >= 2 and idx[-2] < len(node.rows):
-        parts[-2] = node.rows[idx[-2]]
-    if node.cols and idx and idx[-1] < len(node.cols):
-        parts[-1] = node.cols[idx[-1]]
-    if len(idx) == 3:
-        parts[0] = f"head {idx[0]}"
-    return f"{node.name}[{', '.join(parts)}]" if idx else node.name
-
-
 MAX_CELLS = 100  # wrong cells explained per tensor (verdicts always cover every cell)
 
 
@@ -383,7 +372,7 @@ def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, prec
             first_slip = name
         cells = []
         for idx in map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()):
-            cells.append({"index": list(idx), "label": label(node, idx), "verdict": str(verdicts[idx]),
+            cells.append({"index": list(idx), "label": cell_label(node, idx), "verdict": str(verdicts[idx]),
                           "yours": jsonable(y[idx]), "written": str(sheet.text[idx]),
                           "tolerance": float(t[idx]), "correct": jsonable(truth[idx]),
                           "from_yours": jsonable(step[idx]) if fed else None,

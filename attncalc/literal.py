@@ -81,3 +81,15 @@ def parse_cell(text: str, rows: list[str] | None, cols: list[str] | None, shape:
             raise InputError(option, f"an index from 0 to {size - 1} on axis {axis}", str(k))
         idx.append(k)
     return tuple(idx)
+
+
+def cell_label(node, idx: tuple) -> str:
+    """`A[爱, 我]`, `S[h1, 爱, 我]`: a cell named by its labels."""
+    parts = [str(k) for k in idx]
+    if node.rows and len(idx) >= 2 and idx[-2] < len(node.rows):
+        parts[-2] = node.rows[idx[-2]]
+    if node.cols and idx and idx[-1] < len(node.cols):
+        parts[-1] = node.cols[idx[-1]]
+    if len(idx) == 3:
+        parts[0] = f"head {idx[0]}"
+    return f"{node.name}[{', '.join(parts)}]" if idx else node.name  # a scalar (loss) has no index

@@ -8,7 +8,7 @@ import numpy as np
 
 from .document import dumps, jsonable, make_document
 from .errors import InputError
-from .literal import parse_cell
+from .literal import cell_label, parse_cell
 from .ops import Identity
 from .session import MAIN, Session
 
@@ -20,18 +20,6 @@ def resolve_format(fmt: str) -> str:
     if fmt == "auto":
         return "table" if sys.stdout.isatty() else "json"
     return fmt
-
-
-def cell_label(node, idx: tuple) -> str:
-    """`A[爱, 我]`, `S[h1, 爱, 我]`: a cell named by its labels."""
-    parts = [str(k) for k in idx]
-    if node.rows and len(idx) >= 2 and idx[-2] < len(node.rows):
-        parts[-2] = node.rows[idx[-2]]
-    if node.cols and idx and idx[-1] < len(node.cols):
-        parts[-1] = node.cols[idx[-1]]
-    if len(idx) == 3:
-        parts[0] = f"head {idx[0]}"
-    return f"{node.name}[{', '.join(parts)}]" if idx else node.name  # a scalar (loss) has no index
 
 
 def pick_cell(session: Session, values: dict, text: str, default: str):

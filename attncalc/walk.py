@@ -22,7 +22,7 @@ from .literal import parse_cell
 from .ops import Affine, Identity, Scores
 from .ops_layers import Activation, RMSNorm, SwiGLU
 from .ops_positions import MaskMatrix
-from .output import cell_label
+from .literal import cell_label
 from .session import Request, Session, evaluate, open_session
 
 WALK_STAGES = STAGES + ("generate",)
