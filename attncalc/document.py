@@ -15,17 +15,46 @@ VERSION = 1
 def jsonable(arr) -> object:
     """A plain nested list (or number) of `arr`, with −∞ as "-inf"; strict JSON, never NaN."""
     a = np.asarray(arr, dtype=float)
-    if np.isfinite(a).all():
+    if not a.size:
         return a.tolist()
-    if np.isnan(a).any() or np.isposinf(a).any():
-        raise ValueError("a tensor holds NaN or +∞")  # never produced by the ops: a bug, not bad input
+    lo, hi = a.min(), a.max()  # two passes, no copy of the tensor (NaN makes hi NaN)
+    if not hi < np.inf:
+        raise ValueError("a tensor holds NaN or +∞")
+    if lo > -np.inf:
+        return a.tolist()
+    if a.ndim > 1 and a.size > 1 << 20:
+        return [jsonable(part) for part in a]  # a huge tensor in parts: never one Python object per cell
     obj = a.astype(object)
     obj[np.isneginf(a)] = "-inf"
     return obj.tolist()
 
 
+def _tensor(name: str, value) -> object:
+    try:
+        return jsonable(value)
+    except ValueError:  # finite inputs so large that float64 overflowed on the way
+        raise InputError(name, "finite numbers", "∞ or NaN: the inputs are too large (float64 overflowed)") \
+            from None
+
+
 def dumps(doc: dict) -> str:
-    return json.dumps(doc, ensure_ascii=False, allow_nan=False)
+    try:
+        return json.dumps(doc, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a NaN / Infinity the stage never read (an echoed fixture field): name it
+        raise InputError(_non_finite(doc) or "output", "finite numbers (strict JSON)", "NaN or Infinity") \
+            from None
+
+
+def _non_finite(value, path: str = "") -> str | None:
+    """The JSON path of the first NaN or ±Infinity in `value`."""
+    stack = [(value, path)]
+    while stack:
+        v, p = stack.pop(0)
+        if isinstance(v, float) and not np.isfinite(v):
+            return p
+        items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+        stack[:0] = [(x, (f"{p}.{k}" if p else k) if isinstance(k, str) else f"{p}[{k}]") for k, x in items]
+    return None
 
 
 def parse_json(text: str, source: str):
@@ -69,7 +98,7 @@ def make_document(fixture: dict, stage: str, tokens: dict, tensors: dict, labels
         "fixture": fixture,
         "stage": stage,
         "tokens": tokens,
-        "tensors": {k: jsonable(v) for k, v in tensors.items()},
+        "tensors": {k: _tensor(k, v) for k, v in tensors.items()},
         "labels": labels,
         "notes": notes,
         "options": options,

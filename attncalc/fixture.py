@@ -16,6 +16,7 @@ import numpy as np
 from .errors import InputError, describe
 
 _MISSING = object()
+_FLOAT_MAX = 1.7976931348623157e308  # the largest finite float64
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -33,7 +34,7 @@ def _scan_bad_number(value, path: str, allow_neg_inf: bool):
         elif isinstance(v, bool) or not isinstance(v, (int, float)):
             if not (allow_neg_inf and v == "-inf"):
                 raise InputError(p, "a number" + (' (or "-inf")' if allow_neg_inf else ""), describe(v))
-        elif not math.isfinite(v):
+        elif isinstance(v, int) and abs(v) > _FLOAT_MAX or not math.isfinite(v):  # 10**400 has no float
             raise InputError(p, "a finite number", describe(v))
 
 
@@ -52,6 +53,21 @@ def _check_rectangular(value, path: str, depth: int = 0) -> None:
             _check_rectangular(r, f"{path}[{k}]", depth + 1)
 
 
+def _find_ragged(value, path: str) -> None:
+    """Raise naming the first cell whose shape differs from its first sibling's (`[0, [], 0]`)."""
+    stack = [(value, path)]
+    while stack:
+        v, p = stack.pop(0)
+        if not isinstance(v, list) or not v:
+            continue
+        shape = lambda x: len(x) if isinstance(x, list) else None
+        for k, x in enumerate(v):
+            if shape(x) != shape(v[0]):
+                want = "a number" if shape(v[0]) is None else f"{shape(v[0])} entries like {p}[0]"
+                raise InputError(f"{p}[{k}]", want, describe(x) if shape(x) is None else f"{shape(x)} entries")
+        stack[:0] = [(x, f"{p}[{k}]") for k, x in enumerate(v)]
+
+
 def to_array(value, path: str, allow_neg_inf: bool = False) -> np.ndarray:
     """A nested list of finite numbers as a float array; anything else raises naming the cell."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -63,7 +79,8 @@ def to_array(value, path: str, allow_neg_inf: bool = False) -> np.ndarray:
     try:
         arr = np.array(value)
     except ValueError:  # ragged deeper down
-        arr = np.array(value, dtype=object)
+        _find_ragged(value, path)
+        raise InputError(path, "a rectangular matrix", "rows of different shapes") from None
     if arr.dtype.kind in "iuf" and (arr.size > 100_000 or not _has_bool(value)):
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             _scan_bad_number(value, path, False)
@@ -146,8 +163,8 @@ class Fixture:
         value = self.get(path, default)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or (positive and value <= 0):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not -_FLOAT_MAX <= value <= _FLOAT_MAX or (positive and value <= 0):
             raise InputError(self.where(path), "a positive number" if positive else "a finite number",
                              describe(value))
         return float(value)

@@ -16,6 +16,17 @@ from .expansion import Expansion
 STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder")
 
 
+def _compute(name: str, op, args, **kw):
+    """op.compute(*args); finite inputs so large that float64 overflows are bad input naming the
+    tensor (exit 2, one line), not NumPy warnings and NaN further on."""
+    try:
+        with np.errstate(over="raise", invalid="raise", divide="ignore"):
+            return op.compute(*args, **kw)
+    except FloatingPointError:
+        raise InputError(name, "numbers that fit in float64", "∞ or NaN on the way (an input too large, or "
+                         "infinite)") from None
+
+
 @dataclass
 class Node:
     """One named tensor. A leaf has `value` (a weight) or `missing` (where it should have come from)."""
@@ -89,9 +100,52 @@ class Graph:
             if pending:
                 todo.extend(pending)
                 continue
-            self.cache[cur] = node.op.compute(*(self.cache[i] for i in node.inputs))
+            self.cache[cur] = _compute(cur, node.op, [self.cache[i] for i in node.inputs])
             todo.pop()
         return self.cache[name]
+
+    def evaluate(self, names: list[str]) -> dict[str, np.ndarray]:
+        """The tensors `names` only. Every intermediate is released after its last consumer ran, and an
+        op with `reuses_input` may write its result over a first input nobody needs any more, so one
+        attention block at real size holds one h·n² matrix at a time instead of S, S_scaled, S_masked
+        and A at once."""
+        keep, order, seen = set(names), [], set()
+        stack = [(n, False) for n in reversed(names)]
+        while stack:  # post-order: every node after its inputs
+            cur, done = stack.pop()
+            if done:
+                order.append(cur)
+            elif cur not in seen:
+                seen.add(cur)
+                node = self.node(cur)
+                if cur in self.cache or cur in self.given or node.is_leaf:
+                    self.value(cur)
+                    continue
+                stack.append((cur, True))
+                stack.extend((i, False) for i in reversed(node.inputs) if i not in seen)
+        uses = {}
+        for cur in order:
+            for i in self.nodes[cur].inputs:
+                uses[i] = uses.get(i, 0) + 1
+        made = set(order)
+        for cur in order:
+            node = self.nodes[cur]
+            args = [self.cache[i] for i in node.inputs]
+            first = node.inputs[0] if node.inputs else None
+            spare = (getattr(node.op, "reuses_input", False) and first in made and first not in keep
+                     and uses[first] == 1 and not any(k != first and np.may_share_memory(v, args[0])
+                                                      for k, v in self.cache.items()))
+            try:
+                out = _compute(cur, node.op, args, **({"reuse": True} if spare else {}))
+            finally:
+                if spare:
+                    del self.cache[first]  # written over (or half-written, on an error)
+            self.cache[cur] = out
+            for i in node.inputs:
+                uses[i] -= 1
+                if not uses[i] and i in made and i not in keep:
+                    self.cache.pop(i, None)
+        return {n: self.cache[n] for n in names}
 
     def can_compute(self, name: str) -> bool:
         """True when `name` is given or every leaf it needs has a value."""

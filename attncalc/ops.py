@@ -119,6 +119,17 @@ class Scores(Op):
     def __init__(self, heads=1, kv_heads=1):
         self.h, self.g = heads, kv_heads
 
+    def sharing(self) -> str:
+        """Which query heads share which KV head ("" for ordinary multi-head attention)."""
+        if self.h == self.g:
+            return ""
+        per = self.h // self.g
+        kind = "MQA" if self.g == 1 else "GQA"
+        groups = "; ".join(f"query heads {', '.join(map(str, range(k * per, (k + 1) * per)))} → KV head {k}"
+                           for k in range(self.g))
+        return (f"{kind}: {self.h} query heads share {self.g} KV head{'s' if self.g > 1 else ''} "
+                f"({per} per KV head): {groups}")
+
     def split(self, q, k):
         """Q, K as [h, n, d_k] and [h, m, d_k], each query head with its KV head."""
         _need(q.shape[1] % self.h == 0, "Q", f"columns divisible by heads={self.h}", str(q.shape[1]))
@@ -149,9 +160,13 @@ class Scale(Op):
     def __init__(self, c: float, text: str):
         self.c, self.text = c, text
 
-    def compute(self, s, bias=None):
-        out = s * self.c
-        return out if bias is None else out + bias
+    reuses_input = True  # Graph.evaluate may let S_scaled be written over S
+
+    def compute(self, s, bias=None, reuse=False):
+        out = np.multiply(s, self.c, out=s if reuse else None)
+        if bias is None:
+            return out
+        return np.add(out, bias, out=out) if np.broadcast_shapes(out.shape, bias.shape) == out.shape else out + bias
 
     def explain(self, xs, idx, g):
         s = float(xs[0][idx])
@@ -170,9 +185,17 @@ class Mask(Op):
     def __init__(self, reasons):
         self.reasons = reasons  # callable (i, j, m, n) -> why the key is blocked
 
-    def compute(self, s, m):
+    reuses_input = True  # Graph.evaluate may let S_masked be written over S_scaled
+
+    def compute(self, s, m, reuse=False):
         _need(m.shape == s.shape[-2:], "M", f"a {'×'.join(map(str, s.shape[-2:]))} mask", _shape(m))
-        return np.where(m.astype(bool), s, -np.inf)
+        allowed = m.astype(bool)
+        if allowed.all():
+            return s  # nothing blocked: no copy of an h·n² matrix
+        if reuse:
+            np.copyto(s, -np.inf, where=~allowed)  # [n, m] broadcast over heads
+            return s
+        return np.where(allowed, s, -np.inf)
 
     def explain(self, xs, idx, g):
         i, j = idx[-2:]
@@ -186,12 +209,17 @@ class Mask(Op):
 class Softmax(Op):
     """Row-wise softmax, max subtracted first; a fully blocked row gives zeros (never NaN)."""
 
-    def compute(self, s):
+    reuses_input = True  # Graph.evaluate may let A be written over S_masked
+
+    def compute(self, s, reuse=False):
         top = np.max(s, axis=-1, keepdims=True)
-        top = np.where(np.isfinite(top), top, 0.0)
-        e = np.exp(s - top)
+        top[~np.isfinite(top)] = 0.0  # a fully blocked row: every e^−∞ is 0 …
+        e = np.subtract(s, top, out=s if reuse else None, dtype=float)  # one h·n² buffer, worked in place
+        np.exp(e, out=e)
         total = e.sum(axis=-1, keepdims=True)
-        return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+        total[total == 0] = 1.0  # … and 0 / 1 stays 0, never NaN
+        e /= total
+        return e
 
     def explain(self, xs, idx, g):
         row = xs[0][idx[:-1]]

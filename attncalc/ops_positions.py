@@ -117,11 +117,20 @@ class Rope(Op):
         v = (xc * math.cos(a) + sign * xp * math.sin(a)) * self.factor
         line = [given(xc, g[0]), "×", Call("cos", a), "+" if sign > 0 else "−", given(xp, g[0]), "×",
                 Call("sin", a)]
-        if self.factor != 1.0:
-            line = ["("] + line + [")", "×", given(self.factor, True)]
-        note = (f"column {c} turns with column {partner} of head {head} by angle {a:.4g} "
-                f"(pair {p}, {self.layout} layout): the 2×2 rotation [cos −sin; sin cos]")
-        return Expansion([line + ["=", v]], v, note)
+        scaled = ["×", given(self.factor, True)] if self.factor != 1.0 else []
+        if scaled:
+            line = ["("] + line + [")"] + scaled
+        lo, hi = sorted((c, partner))  # the pair in rotation order: [x_lo; x_hi] ↦ R(a)·[x_lo; x_hi]
+        x_lo, x_hi = float(x[i, base + lo]), float(x[i, base + hi])
+        cos, sin = math.cos(a), math.sin(a)
+        out = [(x_lo * cos - x_hi * sin) * self.factor, (x_hi * cos + x_lo * sin) * self.factor]
+        rotation = [f"pair ({lo}, {hi}):", "[", Call("cos", a), Call("−sin", a), ";", Call("sin", a),
+                    Call("cos", a), "]", "·", "[", given(x_lo, g[0]), ";", given(x_hi, g[0]), "]"] + scaled
+        numbers = ["=", "[", cos, -sin, ";", sin, cos, "]", "·", "[", given(x_lo, g[0]), ";", given(x_hi, g[0]),
+                   "]"] + scaled + ["=", "[", out[0], ";", out[1], "]"]
+        note = (f"column {c} turns with column {partner} of head {head} by angle {a:.4g} (pair {p}, {self.layout} "
+                f"layout): the 2×2 rotation [cos −sin; sin cos]; this cell is entry {1 + (c == hi)} of the result")
+        return Expansion([line + ["=", v], rotation, numbers], v, note)
 
 
 class Alibi(Op):
@@ -133,7 +142,8 @@ class Alibi(Op):
 
     def compute(self, s):
         n, m = s.shape[-2:]
-        return positions.alibi_bias(self.h, n, m, self.q_offset)
+        bias = positions.alibi_bias(self.h, n, m, self.q_offset)
+        return bias[0] if self.h == 1 else bias  # one head: [n, m], as the scores it is added to
 
     def explain(self, xs, idx, g):
         head, i, j = idx if len(idx) == 3 else (0, *idx)

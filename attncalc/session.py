@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from importlib import resources
 
 import numpy as np
 
@@ -59,8 +58,21 @@ class Session:
     tokens: dict
 
 
+def _examples_dir():
+    """The bundled examples: a plain folder when installed (wheel or checkout); importlib.resources
+    (slower to import than the file is to read) only for anything else, such as a zip."""
+    from pathlib import Path
+
+    here = Path(__file__).parent / "examples"
+    if here.is_dir():
+        return here
+    from importlib import resources
+
+    return resources.files("attncalc") / "examples"
+
+
 def example_names() -> list[str]:
-    root = resources.files("attncalc") / "examples"
+    root = _examples_dir()
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".json"))
 
 
@@ -79,7 +91,7 @@ def load_example(name: str) -> dict:
     names = example_names()
     if name not in names:
         raise InputError("--example", "one of " + ", ".join(names), repr(name))
-    text = (resources.files("attncalc") / "examples" / f"{name}.json").read_text(encoding="utf-8")
+    text = (_examples_dir() / f"{name}.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 
@@ -146,7 +158,7 @@ def check_shape(node, value, where: str) -> None:
     """A supplied tensor must have the rows and columns its labels say (tokens, dimensions)."""
     want = [len(node.rows) if node.rows else None, len(node.cols) if node.cols else None]
     got = list(np.shape(value))
-    if node.rows is None and node.cols is None or len(got) < 1:
+    if node.rows is None and node.cols is None:  # (a labelled tensor given as one number fails below)
         return
     if len(got) < 2 or any(w is not None and w != g for w, g in zip(want, got[-2:])):
         from .fixture import fmt_shape
@@ -214,16 +226,53 @@ def evaluate(session: Session, names: list[str] | None = None) -> dict[str, np.n
     a fixture); fully blocked mask rows are reported as warnings."""
     g = session.graph
     out = {}
+    checked = {}
+    if names:
+        shown = g.shown(session.stage)
+        for name in names:
+            if name not in shown:
+                raise InputError("--only", "tensors of this stage or earlier (" + ", ".join(shown) + ")", repr(name))
+        if session.strict:  # only what was asked for, intermediates released as soon as they are used
+            masks = [n for n in _needs(g, names) if n.split(".")[-1] == "M" and g.nodes[n].shown and n not in names]
+            checked = g.evaluate(list(names) + masks)
+            out = {n: checked[n] for n in names}
     for name in names or g.shown(session.stage):
+        if name in out:
+            continue
         if session.strict:
             out[name] = g.value(name)
         elif g.can_compute(name):
             out[name] = g.value(name)
-    for name, value in out.items():
+    for name, value in {**checked, **out}.items():
         if name.split(".")[-1] == "M" and value.ndim == 2:
-            for i in np.flatnonzero(~value.any(axis=1)):
+            blocked = np.flatnonzero(~value.any(axis=1))
+            for i in blocked[:3]:
                 row = (g.nodes[name].rows or [str(i)] * (i + 1))[i]
                 msg = (f"{name} row {i} ({row}) blocks every key: its attention weights and output are all zero")
                 if msg not in g.warnings:
                     g.warnings.append(msg)
+            if len(blocked) > 3:  # one line for the rest, not one per row of a long sequence
+                msg = f"{name}: {len(blocked) - 3} more rows block every key (all zero weights and outputs)"
+                if msg not in g.warnings:
+                    g.warnings.append(msg)
     return out
+
+
+def _needs(g: Graph, names: list[str]) -> set[str]:
+    """`names` and every node they are computed from."""
+    seen, todo = set(), list(names)
+    while todo:
+        n = todo.pop()
+        if n not in seen and n in g.nodes:
+            seen.add(n)
+            todo.extend(g.nodes[n].inputs)
+    return seen
+
+
+def __getattr__(name):
+    """`session.resources` still works (tests use it) without importing it at start-up."""
+    if name == "resources":
+        from importlib import resources
+
+        return resources
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -253,7 +253,7 @@ def test_compare_markdown_and_gqa_shapes(cli):
     out = cli("compare", "--example", "tinyllama", "--set", 'position.scaling={"type": "linear", "factor": 2}',
               "--stage", "scores", "--only", "S_scaled", "-f", "markdown")
     assert out.exit_code == 0, out.stderr
-    assert "*left head 3*" in out.stdout and "**0.050**" in out.stdout  # S_scaled[head 0, <s>, the] on the right
+    assert "*left head 3*" in out.stdout and "**0.403**" in out.stdout  # S_scaled[head 0, <s>, the] on the right (= dec.0.self.S_scaled: attention over RMSNorm(H))
 
 
 @pytest.mark.parametrize("args,message", [

@@ -4,8 +4,6 @@ Nothing here imports NumPy or the math: command bodies import what they need, so
 and tab completion stay as fast as Typer itself.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer
@@ -13,7 +11,7 @@ import typer
 from .. import __version__
 from . import options as o
 
-app = typer.Typer(
+app = o.App(
     name="attncalc",
     help="A step-by-step calculator for Transformer attention: every matrix labelled with its tokens, "
          "any cell's arithmetic written out, JSON piped between stages, your own numbers checked.",
@@ -21,6 +19,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
+    cls=o.Group,
 )
 
 STAGE_HELP = {
@@ -77,6 +76,7 @@ def stage_command(stage: str):
                 debug: o.Debug = False):
         def run():
             check_choices(fmt, kind, lang)
+            o.quiet_blas_threads()
             from ..output import emit
             from ..session import evaluate, open_session
 
@@ -85,7 +85,7 @@ def stage_command(stage: str):
                                     weights=weights))
             session = open_session(req)
             names = [n.strip() for n in only.split(",")] if only else None
-            values = evaluate(session)
+            values = evaluate(session, None if cell else names)  # --only: compute (and hold) only those
             if not values:
                 from ..errors import InputError
 
@@ -96,6 +96,7 @@ def stage_command(stage: str):
 
                 sys.stderr.write(f"attncalc: warning: {message}\n")
             emit(session, values, fmt, precision, work, cell, names)
+            o.release_stdout()
 
         o.guarded(run, debug)
 
@@ -118,7 +119,7 @@ def examples(fmt: o.Format = "auto"):
         from ..session import example_names, load_example
 
         rows = [(n, load_example(n).get("description", "")) for n in example_names()]
-        if o.__name__ and (fmt == "json" or fmt == "auto" and not sys.stdout.isatty()):
+        if fmt == "json" or fmt == "auto" and not sys.stdout.isatty():
             sys.stdout.write(json.dumps({n: d for n, d in rows}, ensure_ascii=False) + "\n")
         else:
             for n, d in rows:

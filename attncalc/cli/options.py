@@ -66,6 +66,33 @@ Scores = _inline("scores", "The scores entering this stage (softmax: its input).
 Weights = _inline("weights", "A, the attention weights (for attend).")
 
 
+def quiet_blas_threads() -> None:
+    """Before NumPy loads: OpenBLAS's worker threads spin ~0.1 s of CPU after start-up before they
+    sleep, which a lone command never notices but a pipe of seven on two cores pays seven times.
+    Spinning 2⁴ cycles instead costs a large matmul nothing measurable. A value the user set wins."""
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+
+def release_stdout() -> None:
+    """At exit, give the next command of a pipe its end of file before this interpreter's teardown
+    (~50 ms with NumPy), not after it: in `embed | pe | … | attend` each stage waits for the previous
+    one's EOF. An atexit handler (run before modules are torn down) flushes stdout, then points fd 1
+    at /dev/null. Not on a terminal, nor when stdout is a test's capture."""
+    out = sys.stdout
+    if out is not sys.__stdout__ or out is None or out.isatty():
+        return
+    import atexit
+
+    def release():
+        for step in (out.flush, lambda: os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())):
+            try:
+                step()
+            except (OSError, ValueError):  # a reader that left early, or a closed stream
+                pass
+
+    atexit.register(release)
+
+
 def fail(message: str, code: int = 2) -> None:
     """One line on stderr, then exit: the way every error leaves."""
     sys.stderr.write(f"attncalc: error: {message}\n")
@@ -96,3 +123,89 @@ def guarded(fn, debug: bool):
         if debug:
             raise
         fail(f"internal error ({type(e).__name__}: {e}); rerun with --debug and report it", 70)
+
+
+class _Plain:
+    """Coerce one str/int/float/bool option (or a repeatable str option) the way Typer would."""
+
+    NAMES = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
+
+    def __init__(self, kind, multi: bool, lo=None, hi=None):
+        self.kind, self.multi, self.lo, self.hi = kind, multi, lo, hi
+
+    def coerce(self, value, param, ctx):
+        if value is None:
+            return () if self.multi else None
+        if self.multi:
+            if isinstance(value, str):
+                raise typer.BadParameter("Value must be an iterable.", ctx=ctx, param=param)
+            return [self.one(v, param, ctx) for v in value]
+        return self.one(value, param, ctx)
+
+    def one(self, v, param, ctx):
+        import math
+
+        kind = self.kind
+        try:
+            if kind is bool and isinstance(v, str):
+                x = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
+                     "off": False}[v.strip().lower()]
+            elif isinstance(v, bool) and kind is not bool:
+                raise ValueError
+            else:
+                x = kind(v)
+        except (KeyError, TypeError, ValueError):
+            raise typer.BadParameter(f"expected {self.NAMES[kind]}, found {v!r}", ctx=ctx, param=param) from None
+        if kind is float and not math.isfinite(x):
+            raise typer.BadParameter(f"expected {self.NAMES[kind]}, found {v!r}", ctx=ctx, param=param)
+        if (self.lo is not None and x < self.lo) or (self.hi is not None and x > self.hi):
+            bounds = f"from {self.lo} to {self.hi}" if self.hi is not None else f"at least {self.lo}"
+            raise typer.BadParameter(f"expected a number {bounds}, found {v!r}", ctx=ctx, param=param)
+        return x
+
+
+def plain_coercion(command, ctx) -> None:
+    """Typer ≥ 0.26 coerces every value through a pydantic TypeAdapter, built even for options left
+    unset: importing pydantic and building ~25 adapters was a third of a stage's start-up. Our options
+    are plain str/int/float/bool (or lists of str), so coerce those directly; anything else, or a
+    Typer without this machinery, is left as it is."""
+    for param in command.get_params(ctx):  # with the -h/--help option, which is a TyperOption too
+        desc = getattr(param, "type_descriptor", None)
+        if desc is None or getattr(param, "_runtime_param", 0) is not None:
+            continue
+        ann, info = desc.annotation, desc.parameter_info
+        multi = ann == list[str]
+        if (ann if not multi else str) in (str, int, float, bool) and getattr(info, "parser", None) is None \
+                and getattr(info, "click_type", None) is None:
+            param._runtime_param = _Plain(str if multi else ann, multi, getattr(info, "min", None),
+                                          getattr(info, "max", None))
+    for sub in (getattr(command, "commands", None) or {}).values():
+        plain_coercion(sub, ctx)
+
+
+class Group(typer.core.TyperGroup):
+    """The `attncalc` group: every command's options coerced without pydantic (`plain_coercion`)."""
+
+    def parse_args(self, ctx, args):
+        plain_coercion(self, ctx)  # here, not in __init__: Typer adds the completion options after that
+        return super().parse_args(ctx, args)
+
+
+class App(typer.Typer):
+    """The `attncalc` app: a run builds only the command it runs (Typer would build all ~15 with their
+    ~300 options first, 30 ms of every start-up). `attncalc --help` and completion still see them all."""
+
+    def __call__(self, *args, **kwargs):
+        argv = kwargs.get("args", args[0] if args else None)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        name = next((a for a in argv if not a.startswith("-")), None)  # the group's options take no value
+        mine = [c for c in self.registered_commands
+                if (c.name or c.callback.__name__.replace("_", "-")) == name]
+        if not mine or any(k.endswith("_COMPLETE") for k in os.environ):
+            return super().__call__(*args, **kwargs)
+        every, self.registered_commands = self.registered_commands, mine
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            self.registered_commands = every
+

@@ -13,8 +13,19 @@ def console(record: bool = False, stderr: bool = False):
     from rich.console import Console
 
     width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else None
-    return Console(record=record, stderr=stderr, width=width, no_color="NO_COLOR" in os.environ or None,
-                   highlight=False, soft_wrap=False)
+    plain = "NO_COLOR" in os.environ  # no escape codes at all, bold included
+    con = Console(record=record, stderr=stderr, width=width, no_color=plain or None,
+                  color_system=None if plain else "auto", highlight=False, soft_wrap=False)
+    exit_rich = con.on_broken_pipe
+
+    def on_broken_pipe():  # `attncalc … | head`: the reader had enough, which is no error (Rich says 1)
+        try:
+            exit_rich()
+        except SystemExit:
+            raise SystemExit(0) from None
+
+    con.on_broken_pipe = on_broken_pipe
+    return con
 
 
 def _heat_style(x: float):
@@ -50,10 +61,35 @@ def table(view: View, p: int):
     return t
 
 
+def fit(view: View, p: int, width: int) -> View:
+    """The view with fewer columns (a … in the middle) until it fits `width`: a narrow terminal
+    gets a summary, never a number cut in two or a wrapped row."""
+    from dataclasses import replace
+
+    from rich.cells import cell_len
+
+    def col_width(j):
+        return max([cell_len(view.col_labels[j])] +
+                   [len(fmt(float(view.matrix[i, j]), p)) for i in view.rows if i is not None])
+
+    label = max([cell_len(view.row_labels[i]) for i in view.rows if i is not None] + [1])
+    real = [j for j in view.cols if j is not None]
+    widths = {j: col_width(j) for j in real}
+    split = view.cols.index(None) if None in view.cols else len(real) // 2
+    gap = None in view.cols
+    while label + sum(widths[j] + 2 for j in real) + 3 * gap > width and len(real) > 1:
+        split -= split > len(real) - split  # drop the real column next to the gap, left and right in turn
+        real.pop(split if split < len(real) else -1)
+        split, gap = min(split, len(real)), True
+    if not gap:
+        return view
+    return replace(view, cols=real[:split] + [None] + real[split:])
+
+
 def print_views(con, views: list[View], p: int) -> None:
     for v in views:
         con.print(v.title, style="bold", markup=False)
-        con.print(table(v, p))
+        con.print(table(fit(v, p, con.width), p))
         con.print()
 
 
