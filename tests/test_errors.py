@@ -123,6 +123,10 @@ def test_bad_documents(cli, text, fragments):
     (["softmax", "--example", "woaini", "--set", "vocab.x.y=1"], ["--set vocab.x.y"]),
     (["softmax", "--example", "woaini", "--only", "Q,Nope"], ["--only", "'Nope'"]),
     (["softmax"], ["--example NAME", "nothing on standard input"]),
+    (["softmax", "--foo"], ["No such option", "--foo", "attncalc softmax --help"]),
+    (["softmax", "-p", "x"], ["--precision", "'x'"]),
+    (["softmax", "--scale", "nan"], ["--scale"]),
+    (["nosuch"], ["No such command", "'nosuch'"]),
     (["softmax", "--example", "woaini", "--fixture", "x.json"], ["one of --example"]),
 ])
 def test_bad_options(cli, args, fragments):

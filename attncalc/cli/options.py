@@ -183,12 +183,41 @@ def plain_coercion(command, ctx) -> None:
         plain_coercion(sub, ctx)
 
 
+_UsageError = typer.core._click.exceptions.UsageError
+
+
+class OneLineUsageError(_UsageError):
+    """A usage error as every other error leaves: one line, and where to read more."""
+
+    def show(self, file=None):
+        where = self.ctx.command_path if self.ctx is not None else "attncalc"
+        sys.stderr.write(f"attncalc: error: {self.format_message()} (see '{where} --help')\n")
+
+
+def _one_line(e):
+    if isinstance(e, OneLineUsageError):
+        return e
+    short = OneLineUsageError(e.format_message(), e.ctx)
+    short.exit_code = e.exit_code
+    return short
+
+
 class Group(typer.core.TyperGroup):
-    """The `attncalc` group: every command's options coerced without pydantic (`plain_coercion`)."""
+    """The `attncalc` group: every command's options coerced without pydantic (`plain_coercion`);
+    usage errors in one line, like every other error."""
 
     def parse_args(self, ctx, args):
         plain_coercion(self, ctx)  # here, not in __init__: Typer adds the completion options after that
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except _UsageError as e:
+            raise _one_line(e) from None
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except _UsageError as e:
+            raise _one_line(e) from None
 
 
 class App(typer.Typer):
