@@ -77,38 +77,11 @@ def _header(pair) -> str:
     return f"{pair.name}   [{shape(pair.left)}]   max |Δ| = {pair.max_diff:.3g}, {k} of {total} cells changed"
 
 
-def _rich_table(view, mask, title: str, p: int):
-    from rich.table import Table
-    from rich.text import Text
-
-    from ..render.text import fmt
-
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold",
-              padding=(0, 1))
-    t.add_column("", style="bold", no_wrap=True)
-    for j in view.cols:
-        t.add_column("…" if j is None else view.col_labels[j], justify="right", no_wrap=True)
-    for i in view.rows:
-        if i is None:
-            t.add_row("⋮", *["⋮" if j is not None else "⋱" for j in view.cols])
-            continue
-        cells = []
-        for j in view.cols:
-            if j is None:
-                cells.append("…")
-                continue
-            changed = mask is not None and bool(mask.matrix[i, j])
-            text = fmt(float(view.matrix[i, j]), p) + ("*" if changed else " ")
-            cells.append(Text(text, style="bold yellow") if changed else text)
-        t.add_row(view.row_labels[i], *cells)
-    return t
-
-
 def print_table(c, p: int, all_tensors: bool) -> None:
     from rich.measure import Measurement
     from rich.table import Table
 
-    from ..render.table import console
+    from ..render.table import console, table
 
     con = console()
     con.print(f"compare at stage {c.stage}: {c.left.source}", markup=False)
@@ -123,7 +96,7 @@ def print_table(c, p: int, all_tensors: bool) -> None:
         if pair.status == "same" and not all_tensors:
             continue
         for lv, rv, cv in _slices(pair, p):
-            sides = [_rich_table(v, cv, f"{side}{(' ' + v.title.split('  ')[-1]) if 'head' in v.title else ''}", p)
+            sides = [table(v, p, f"{side}{(' ' + v.title.split('  ')[-1]) if 'head' in v.title else ''}", cv)
                      for v, side in ((lv, "left"), (rv, "right")) if v is not None]
             widths = [Measurement.get(con, con.options, t).maximum for t in sides]
             if len(sides) == 2 and sum(widths) + 4 <= con.width:

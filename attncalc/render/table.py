@@ -37,11 +37,13 @@ def _heat_style(x: float):
     return Style(bgcolor=f"rgb({shade // 3},{shade // 2},{shade})", color="white" if x > 0.25 else None)
 
 
-def table(view: View, p: int):
+def table(view: View, p: int, title: str | None = None, changed: View | None = None):
+    """A Rich table of the view's visible cells: heat-shaded weights, or (compare) changed cells marked *."""
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 1))
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold",
+              padding=(0, 1))
     t.add_column("", style="bold", no_wrap=True)
     for j in view.cols:
         t.add_column("…" if j is None else view.col_labels[j], justify="right", no_wrap=True)
@@ -55,6 +57,11 @@ def table(view: View, p: int):
                 cells.append("…")
                 continue
             x = float(view.matrix[i, j])
+            if changed is not None:
+                mark = bool(changed.matrix[i, j])
+                text = fmt(x, p) + ("*" if mark else " ")
+                cells.append(Text(text, style="bold yellow") if mark else text)
+                continue
             style = _heat_style(x) if view.heat else None
             cells.append(Text(fmt(x, p), style=style) if style else fmt(x, p))
         t.add_row(view.row_labels[i], *cells)
