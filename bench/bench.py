@@ -151,6 +151,9 @@ def bench_stages(runs):
             continue
         (t, _, _), (f, _, _) = compare(runs, lambda: run(cmd), lambda: run(MINIMAL + [stage, "-f", "json"]))
         row("a", stage, t, f, "s", 1.2, "vs minimal Typer + NumPy")
+    cmd = ATTNCALC + ["softmax", "--example", "woaini", "-f", "json"]
+    (t, _, _), (f, _, _) = compare(runs, lambda: run(cmd), lambda: run([PY, "-c", "import numpy, typer"]))
+    row("a", "softmax vs bare imports", t, f, "s", None, 'vs python -c "import numpy, typer"')
 
 
 NUMPY_PROBE = ("import sys\nfrom attncalc.cli.app import app\ntry:\n    app({args!r}, prog_name='attncalc')\n"
