@@ -128,25 +128,7 @@ def examples(fmt: o.Format = "auto"):
     o.guarded(run, False)
 
 
-def not_yet(name: str, issue: str):
-    def command():
-        o.fail(f"`attncalc {name}` is not built yet ({issue})")
+from . import check_cmd, compare_cmd, generate_cmd, kvcache_cmd, walk_cmd  # noqa: E402 (they need `app`)
 
-    command.__doc__ = f"(coming: {issue})"
-    return command
-
-
-def _register_later():
-    """Commands whose modules come with their own issues register themselves here when present."""
-    import importlib
-
-    for module in ("generate", "walk", "check", "kvcache", "compare"):
-        try:
-            importlib.import_module(f"attncalc.cli.{module}_cmd").register(app)
-        except ModuleNotFoundError as e:
-            if e.name != f"attncalc.cli.{module}_cmd":
-                raise
-            app.command(module)(not_yet(module, "not yet implemented"))
-
-
-_register_later()
+for _module in (generate_cmd, walk_cmd, check_cmd, kvcache_cmd, compare_cmd):
+    _module.register(app)
