@@ -213,20 +213,10 @@ def known_names(graph: Graph) -> str:
     return ", ".join(", ".join(b) if not p else f"{p}.{{{', '.join(b)}}}" for p, b in groups.items())
 
 
-def _ancestors(graph: Graph, name: str) -> set:
-    seen, todo = set(), list(graph.nodes[name].inputs)
-    while todo:
-        cur = todo.pop()
-        if cur not in seen:
-            seen.add(cur)
-            todo.extend(graph.nodes[cur].inputs if cur in graph.nodes else ())
-    return seen
-
-
 def _with(graph: Graph, mine: dict) -> Graph:
     """The graph with `mine` given; tensors a document supplied downstream of them are recomputed."""
     keep = {k: v for k, v in graph.given.items() if k not in mine and k in graph.nodes
-            and not (_ancestors(graph, k) & set(mine))}
+            and not ((graph.upstream([k]) - {k}) & set(mine))}
     return Graph(nodes=graph.nodes, given={**keep, **{k: np.asarray(v, float) for k, v in mine.items()}})
 
 
@@ -359,7 +349,7 @@ def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, prec
         node, sheet, y = graph.nodes[name], fitted[name], mine[name]
         truth = graph.value(name)
         t = np.full(y.shape, float(tol)) if tol is not None else sheet.tol
-        fed = bool(_ancestors(graph, name) & set(mine))
+        fed = bool((graph.upstream([name]) - {name}) & set(mine))
         step = _step(yours, name) if fed else None
         right = _close(y, truth, t) | (_close(y, _step(ok, name), t) if fed else False)
         carried = ~right & _close(y, step, t)

@@ -25,15 +25,14 @@ from .errors import InputError
 from .expansion import Expansion, given
 from .fixture import Fixture
 from .graph import Graph, Node
-from .ops import Affine, Attend, Identity, Op, Scores
+from .ops import Affine, Attend, Identity, Op, Scores, Softmax
 
 # ---- sampling: pure functions on one vector of the vocabulary [V] ---------------------------
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
-    """[V] -> [V]; −∞ entries get probability 0."""
-    e = np.exp(z - z[np.isfinite(z)].max())
-    return e / e.sum()
+    """[V] -> [V]; −∞ entries get probability 0 (the one softmax of the graph's ops)."""
+    return Softmax().compute(np.asarray(z, dtype=float))
 
 
 def rank(p: np.ndarray) -> np.ndarray:

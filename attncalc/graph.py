@@ -147,6 +147,16 @@ class Graph:
                     self.cache.pop(i, None)
         return {n: self.cache[n] for n in names}
 
+    def upstream(self, names) -> set[str]:
+        """`names` and every node they are computed from."""
+        seen, todo = set(), list(names)
+        while todo:
+            n = todo.pop()
+            if n not in seen and n in self.nodes:
+                seen.add(n)
+                todo.extend(self.nodes[n].inputs)
+        return seen
+
     def can_compute(self, name: str) -> bool:
         """True when `name` is given or every leaf it needs has a value."""
         try:

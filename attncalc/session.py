@@ -233,7 +233,7 @@ def evaluate(session: Session, names: list[str] | None = None) -> dict[str, np.n
             if name not in shown:
                 raise InputError("--only", "tensors of this stage or earlier (" + ", ".join(shown) + ")", repr(name))
         if session.strict:  # only what was asked for, intermediates released as soon as they are used
-            masks = [n for n in _needs(g, names) if n.split(".")[-1] == "M" and g.nodes[n].shown and n not in names]
+            masks = [n for n in g.upstream(names) if n.split(".")[-1] == "M" and g.nodes[n].shown and n not in names]
             checked = g.evaluate(list(names) + masks)
             out = {n: checked[n] for n in names}
     for name in names or g.shown(session.stage):
@@ -256,23 +256,3 @@ def evaluate(session: Session, names: list[str] | None = None) -> dict[str, np.n
                 if msg not in g.warnings:
                     g.warnings.append(msg)
     return out
-
-
-def _needs(g: Graph, names: list[str]) -> set[str]:
-    """`names` and every node they are computed from."""
-    seen, todo = set(), list(names)
-    while todo:
-        n = todo.pop()
-        if n not in seen and n in g.nodes:
-            seen.add(n)
-            todo.extend(g.nodes[n].inputs)
-    return seen
-
-
-def __getattr__(name):
-    """`session.resources` still works (tests use it) without importing it at start-up."""
-    if name == "resources":
-        from importlib import resources
-
-        return resources
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

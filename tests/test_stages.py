@@ -1,6 +1,7 @@
 """The attention stages of the worked example, alone and piped, against hand-computed numbers."""
 
 import json
+from importlib import resources
 
 import numpy as np
 import pytest
@@ -110,8 +111,7 @@ def test_later_stage_accepts_earlier_options(cli):
 
 
 def _padded_fixture():
-    fx = json.load(open(__import__("attncalc.session", fromlist=["x"]).resources.files("attncalc") /
-                        "examples" / "woaini.json", encoding="utf-8"))
+    fx = json.loads((resources.files("attncalc") / "examples" / "woaini.json").read_text(encoding="utf-8"))
     fx["vocab"] = fx["vocab"] + ["<pad>"]
     fx["embedding"] = fx["embedding"] + [[0, 0, 0, 0]]
     fx["source"] = ["<pad>", "爱", "你"]
