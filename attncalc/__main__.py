@@ -1,5 +1,5 @@
 """`python -m attncalc`."""
 
-from .cli.app import app
+from attncalc.cli.app import app
 
 app(prog_name="attncalc")

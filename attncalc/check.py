@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .document import jsonable
-from .errors import InputError, describe
-from .graph import Graph
-from .literal import cell_label
-from .ops import Add, Affine, Mask, Scale, Scores, Softmax
-from .render.text import expansion_lines
+from attncalc.core.graph import Graph
+from attncalc.core.ops import Add, Affine, Mask, Scale, Scores, Softmax
+from attncalc.errors import InputError, describe
+from attncalc.inputs.document import jsonable
+from attncalc.inputs.literal import cell_label
+from attncalc.render.text import expansion_lines
 
 NEG_INF = {"-inf", "−inf", "-∞", "−∞", "-infinity"}
 _NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
@@ -73,7 +73,7 @@ def tolerance_of(text: str) -> float:
     if not m:
         return 0.0
     decimals = len(m.group(2) or m.group(3) or "") - int(m.group(4) or 0)
-    return 10.0 ** -decimals if decimals > 0 else 0.5 * 10.0 ** -decimals
+    return 10.0**-decimals if decimals > 0 else 0.5 * 10.0**-decimals
 
 
 def _cell(v, where: str, text_ok: bool = False):
@@ -104,8 +104,9 @@ def _blocks(v, where: str, text_ok: bool = False):
         if shape is None:
             shape = s
         elif s != shape:
-            raise InputError(f"{where}[{k}]", f"{_shape_text(shape)} like {where}[0] (rows must be equal)",
-                             _shape_text(s))
+            raise InputError(
+                f"{where}[{k}]", f"{_shape_text(shape)} like {where}[0] (rows must be equal)", _shape_text(s)
+            )
         cells += c
     return (len(v), *shape), cells
 
@@ -125,6 +126,7 @@ def _sheet(name: str, value, where: str, text_ok: bool = False) -> Sheet:
 
 def _reject(name):
     raise ValueError(name)
+
 
 def parse_worksheet(text: str, source: str) -> dict[str, Sheet]:
     """A JSON object of tensors, or plain text (`Q =` then rows); a pipe document's tensors too."""
@@ -157,8 +159,9 @@ def _parse_text(text: str, source: str) -> dict[str, Sheet]:
             name, head = m.group(1), int(m.group(2) or 0)
             heads = found.setdefault(name, {})
             if head in heads:
-                raise InputError(f"{source} line {lineno}", f"{name}{'[%d]' % head if m.group(2) else ''} once",
-                                 "a second one")
+                raise InputError(
+                    f"{source} line {lineno}", f"{name}{f'[{head}]' if m.group(2) else ''} once", "a second one"
+                )
             rows = heads[head] = []
             line = m.group(3)
         segments = [seg.replace(",", " ").replace("[", " ").replace("]", " ").split() for seg in line.split(";")]
@@ -168,16 +171,18 @@ def _parse_text(text: str, source: str) -> dict[str, Sheet]:
                 rows = None  # a blank line ends the tensor
             continue
         if rows is None:
-            raise InputError(f"{source} line {lineno}", "a header such as `Q =` before rows of numbers",
-                             describe(raw.strip()))
+            raise InputError(
+                f"{source} line {lineno}", "a header such as `Q =` before rows of numbers", describe(raw.strip())
+            )
         for tokens in segments:  # `;` separates rows on one line
             r = len(rows)
             for j, t in enumerate(tokens):
                 _cell(t, f"{source}: {name}[{r}][{j}] (line {lineno})", text_ok=True)
             rows.append(tokens)
             if len(tokens) != len(rows[0]):
-                raise InputError(f"{source}: {name}[{r}] (line {lineno})", f"{len(rows[0])} numbers like row 0",
-                                 str(len(tokens)))
+                raise InputError(
+                    f"{source}: {name}[{r}] (line {lineno})", f"{len(rows[0])} numbers like row 0", str(len(tokens))
+                )
     out = {}
     for name, heads in found.items():
         if sorted(heads) != list(range(len(heads))):
@@ -215,8 +220,11 @@ def known_names(graph: Graph) -> str:
 
 def _with(graph: Graph, mine: dict) -> Graph:
     """The graph with `mine` given; tensors a document supplied downstream of them are recomputed."""
-    keep = {k: v for k, v in graph.given.items() if k not in mine and k in graph.nodes
-            and not ((graph.upstream([k]) - {k}) & set(mine))}
+    keep = {
+        k: v
+        for k, v in graph.given.items()
+        if k not in mine and k in graph.nodes and not ((graph.upstream([k]) - {k}) & set(mine))
+    }
     return Graph(nodes=graph.nodes, given={**keep, **{k: np.asarray(v, float) for k, v in mine.items()}})
 
 
@@ -243,11 +251,19 @@ def _fit(sheet: Sheet, truth: np.ndarray, name: str) -> Sheet:
     if v.shape == truth.shape:
         return sheet
     if extra > 0 and v.shape[extra:] == truth.shape and all(k == 1 for k in v.shape[:extra]):
-        return Sheet(sheet.name, v.reshape(truth.shape), sheet.tol.reshape(truth.shape),
-                     sheet.text.reshape(truth.shape), sheet.where)
+        return Sheet(
+            sheet.name,
+            v.reshape(truth.shape),
+            sheet.tol.reshape(truth.shape),
+            sheet.text.reshape(truth.shape),
+            sheet.where,
+        )
     heads = ", heads first" if truth.ndim == 3 else ""
-    raise InputError(sheet.where, f"a {'×'.join(map(str, truth.shape)) or 'single number'} tensor (the model's "
-                     f"{name}{heads})", "×".join(map(str, v.shape)) or "a single number")
+    raise InputError(
+        sheet.where,
+        f"a {'×'.join(map(str, truth.shape)) or 'single number'} tensor (the model's {name}{heads})",
+        "×".join(map(str, v.shape)) or "a single number",
+    )
 
 
 # ---- known mistakes ----------------------------------------------------------------------------
@@ -290,8 +306,12 @@ def alternatives(g: Graph, name: str) -> list[tuple[str, np.ndarray]]:
             out.append(("swapped", s[0] if op.h == 1 else s))
     elif isinstance(op, Add) and any(i.rpartition(".")[2] == "PE" for i in ins):
         out.append(("no_pe", val(next(i for i in ins if i.rpartition(".")[2] != "PE"))))
-    elif isinstance(op, Affine) and src is not None and isinstance(src.op, Add) and \
-            any(i.rpartition(".")[2] == "PE" for i in src.inputs):
+    elif (
+        isinstance(op, Affine)
+        and src is not None
+        and isinstance(src.op, Add)
+        and any(i.rpartition(".")[2] == "PE" for i in src.inputs)
+    ):
         x = next(i for i in src.inputs if i.rpartition(".")[2] != "PE")
         out.append(("no_pe", op.compute(val(x), *(val(i) for i in ins[1:]))))
     return out
@@ -362,18 +382,35 @@ def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, prec
             first_slip = name
         cells = []
         for idx in map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()):
-            cells.append({"index": list(idx), "label": cell_label(node, idx), "verdict": str(verdicts[idx]),
-                          "yours": jsonable(y[idx]), "written": str(sheet.text[idx]),
-                          "tolerance": float(t[idx]), "correct": jsonable(truth[idx]),
-                          "from_yours": jsonable(step[idx]) if fed else None,
-                          "work": expansion_lines(graph.explain(name, idx), precision),
-                          "work_from_yours": expansion_lines(yours.explain(name, idx), precision) if fed else None})
+            cells.append(
+                {
+                    "index": list(idx),
+                    "label": cell_label(node, idx),
+                    "verdict": str(verdicts[idx]),
+                    "yours": jsonable(y[idx]),
+                    "written": str(sheet.text[idx]),
+                    "tolerance": float(t[idx]),
+                    "correct": jsonable(truth[idx]),
+                    "from_yours": jsonable(step[idx]) if fed else None,
+                    "work": expansion_lines(graph.explain(name, idx), precision),
+                    "work_from_yours": expansion_lines(yours.explain(name, idx), precision) if fed else None,
+                }
+            )
         tensors[name] = {
-            "formula": node.formula, "shape": list(y.shape), "verdicts": verdicts.tolist(),
-            "yours": jsonable(y), "written": sheet.text.tolist(), "tolerance": t.tolist(),
-            "correct": jsonable(truth), "from_yours": jsonable(step) if fed else None,
+            "formula": node.formula,
+            "shape": list(y.shape),
+            "verdicts": verdicts.tolist(),
+            "yours": jsonable(y),
+            "written": sheet.text.tolist(),
+            "tolerance": t.tolist(),
+            "correct": jsonable(truth),
+            "from_yours": jsonable(step) if fed else None,
             "mistake": mistake(graph, yours, name, y, truth, step, t, slip) if slip.any() else None,
-            "wrong": int((~right).sum()), "cells": cells,
+            "wrong": int((~right).sum()),
+            "cells": cells,
         }
-    return {"first_slip": first_slip, "tensors": tensors,
-            "summary": {"tensors": len(order), "cells": sum(counts.values()), **counts}}
+    return {
+        "first_slip": first_slip,
+        "tensors": tensors,
+        "summary": {"tensors": len(order), "cells": sum(counts.values()), **counts},
+    }

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .document import jsonable
-from .errors import InputError
-from .session import Request, Session, evaluate, open_session
+from attncalc.errors import InputError
+from attncalc.inputs.document import jsonable
+from attncalc.inputs.session import Request, Session, evaluate, open_session
 
 TOL = 1e-12  # cells differing by more than this are marked as changed
 
@@ -106,12 +106,14 @@ def _open(req: Request, sets: list[str], side: str, stdin_text: str | None) -> S
     return session
 
 
-def compare(req: Request, left_sets: list[str], right_sets: list[str], only: list[str] | None = None,
-            tol: float = TOL) -> Comparison:
+def compare(
+    req: Request, left_sets: list[str], right_sets: list[str], only: list[str] | None = None, tol: float = TOL
+) -> Comparison:
     """Open both sides of `req` (stdin read once), evaluate them to `req.stage`, pair their tensors."""
     if not left_sets and not right_sets:
-        raise InputError("compare", "at least one change: --set KEY=VALUE (right side), --left-set or --right-set",
-                         "no changes")
+        raise InputError(
+            "compare", "at least one change: --set KEY=VALUE (right side), --left-set or --right-set", "no changes"
+        )
     stdin_text = None
     if not (req.example or req.fixture or req.document) and sys.stdin is not None and not sys.stdin.isatty():
         stdin_text = sys.stdin.read()
@@ -122,13 +124,20 @@ def compare(req: Request, left_sets: list[str], right_sets: list[str], only: lis
     for name in only or []:
         if name not in names:
             raise InputError("--only", "tensors of this stage or earlier (" + ", ".join(names) + ")", repr(name))
-    out = Comparison(req.stage, left, right, list(left_sets), list(right_sets),
-                     fields=field_diff(left.fixture, right.fixture))
+    out = Comparison(
+        req.stage, left, right, list(left_sets), list(right_sets), fields=field_diff(left.fixture, right.fixture)
+    )
     for name in only or names:
         a, b = lv.get(name), rv.get(name)
         node = (right.graph.nodes.get(name) if b is not None else None) or left.graph.nodes.get(name)
-        pair = Pair(name, None if a is None else np.asarray(a, float), None if b is None else np.asarray(b, float),
-                    node.rows if node else None, node.cols if node else None, node.formula if node else "")
+        pair = Pair(
+            name,
+            None if a is None else np.asarray(a, float),
+            None if b is None else np.asarray(b, float),
+            node.rows if node else None,
+            node.cols if node else None,
+            node.formula if node else "",
+        )
         if pair.left is not None and pair.right is not None and pair.left.shape == pair.right.shape:
             pair.changed, pair.max_diff = cell_diff(pair.left, pair.right, tol)
         out.pairs.append(pair)
@@ -145,14 +154,23 @@ def to_json(c: Comparison) -> dict:
     """The comparison as one strict-JSON document."""
     tensors = {}
     for p in c.pairs:
-        entry = {"status": p.status, "left": None if p.left is None else jsonable(p.left),
-                 "right": None if p.right is None else jsonable(p.right)}
+        entry = {
+            "status": p.status,
+            "left": None if p.left is None else jsonable(p.left),
+            "right": None if p.right is None else jsonable(p.right),
+        }
         if p.changed is not None:
-            entry.update(changed=p.changed.tolist(), changed_cells=int(p.changed.sum()), cells=int(p.changed.size),
-                         max_abs_diff=_json_number(p.max_diff))
+            entry.update(
+                changed=p.changed.tolist(),
+                changed_cells=int(p.changed.sum()),
+                cells=int(p.changed.size),
+                max_abs_diff=_json_number(p.max_diff),
+            )
         else:
-            entry.update(left_shape=None if p.left is None else list(p.left.shape),
-                         right_shape=None if p.right is None else list(p.right.shape))
+            entry.update(
+                left_shape=None if p.left is None else list(p.left.shape),
+                right_shape=None if p.right is None else list(p.right.shape),
+            )
         tensors[p.name] = entry
     labels = {p.name: {"rows": p.rows, "cols": p.cols} for p in c.pairs if p.rows or p.cols}
     return {

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .build import Builder, Options
-from .build_layers import build, decoder, output
-from .errors import InputError
-from .expansion import Expansion, given
-from .fixture import Fixture
-from .graph import Graph, Node
-from .ops import Affine, Attend, Identity, Op, Scores, Softmax
+from attncalc.core.build import Builder, Options
+from attncalc.core.build_layers import build, decoder, output
+from attncalc.core.expansion import Expansion, given
+from attncalc.core.fixture import Fixture
+from attncalc.core.graph import Graph, Node
+from attncalc.core.ops import Affine, Attend, Identity, Op, Scores, Softmax
+from attncalc.errors import InputError
 
 # ---- sampling: pure functions on one vector of the vocabulary [V] ---------------------------
 
@@ -78,16 +78,21 @@ class Settings:
     seed: int | None = None
     use_cache: bool = True
 
-    def check(self) -> "Settings":
+    def check(self) -> Settings:
         def need(ok, option, expected, found):
             if not ok:
                 raise InputError(option, expected, repr(found))
 
-        need(isinstance(self.max_new_tokens, int) and self.max_new_tokens >= 1, "--max-new-tokens",
-             "an integer ≥ 1", self.max_new_tokens)
+        need(
+            isinstance(self.max_new_tokens, int) and self.max_new_tokens >= 1,
+            "--max-new-tokens",
+            "an integer ≥ 1",
+            self.max_new_tokens,
+        )
         need(self.strategy in ("greedy", "sample"), "--strategy", "greedy or sample", self.strategy)
-        need(math.isfinite(self.temperature) and self.temperature > 0, "--temperature", "a number > 0",
-             self.temperature)
+        need(
+            math.isfinite(self.temperature) and self.temperature > 0, "--temperature", "a number > 0", self.temperature
+        )
         need(self.top_k >= 0, "--top-k", "an integer ≥ 0 (0 = no top-k)", self.top_k)
         need(0 < self.top_p <= 1, "--top-p", "a number in (0, 1]", self.top_p)
         need(self.seed is None or self.seed >= 0, "--seed", "an integer ≥ 0", self.seed)
@@ -142,14 +147,16 @@ class ReadOnce(Fixture):
 class Model:
     """What every step needs: fixture, options, the prompt, eos, and (encoder–decoder) the encoder's output."""
 
-    def __init__(self, raw: dict, source: str = "", prefix: str = "", opts: Options | None = None,
-                 given: dict | None = None):
+    def __init__(
+        self, raw: dict, source: str = "", prefix: str = "", opts: Options | None = None, given: dict | None = None
+    ):
         fx = self.fx = ReadOnce(raw, source, True, prefix)
         self.opts = opts or Options()
         self.vocab = fx.vocab()
         if not fx.has("decoder"):
-            raise InputError(fx.where("decoder"), "the decoder's layers (generate needs a decoder)",
-                             "nothing (the key is missing)")
+            raise InputError(
+                fx.where("decoder"), "the decoder's layers (generate needs a decoder)", "nothing (the key is missing)"
+            )
         self.decoder_only = not fx.has("encoder")
         bos, eos = fx.special("bos"), fx.special("eos")
         self.eos = eos if eos in self.vocab else None
@@ -202,12 +209,32 @@ def _extender(g: Graph, past: dict):
         for name, new, old in (("K_all", k, k_past), ("V_all", v, v_past)):
             cols = g.nodes[new].cols
             if old is None:
-                g.add(Node(prefix + name, Identity("the cache starts with these rows"), (new,), "decoder",
-                           CACHE_FORMULA[name], list(labels), cols, about="kv_cache"))
+                g.add(
+                    Node(
+                        prefix + name,
+                        op=Identity("the cache starts with these rows"),
+                        inputs=(new,),
+                        stage="decoder",
+                        formula=CACHE_FORMULA[name],
+                        rows=list(labels),
+                        cols=cols,
+                        about="kv_cache",
+                    )
+                )
             else:
                 g.leaf(prefix + name[0] + "_past", old, rows=list(past_labels), cols=cols)
-                g.add(Node(prefix + name, Append(), (prefix + name[0] + "_past", new), "decoder",
-                           CACHE_FORMULA[name], list(past_labels) + list(labels), cols, about="kv_cache"))
+                g.add(
+                    Node(
+                        prefix + name,
+                        op=Append(),
+                        inputs=(prefix + name[0] + "_past", new),
+                        stage="decoder",
+                        formula=CACHE_FORMULA[name],
+                        rows=list(past_labels) + list(labels),
+                        cols=cols,
+                        about="kv_cache",
+                    )
+                )
         return prefix + "K_all", prefix + "V_all", list(past_labels) + list(labels)
 
     return extend
@@ -257,8 +284,7 @@ def count_macs(g: Graph) -> tuple[int, int]:
 
 # ---- what a step shows ---------------------------------------------------------------------------
 
-ALIASES = {"Q": "q", "Q_rope": "q_rope", "K": "k_new", "K_rope": "k_new_rope", "V": "v_new", "K_all": "K",
-           "V_all": "V"}
+ALIASES = {"Q": "q", "Q_rope": "q_rope", "K": "k_new", "K_rope": "k_new_rope", "V": "v_new", "K_all": "K", "V_all": "V"}
 
 
 def public_name(name: str) -> str:
@@ -278,8 +304,11 @@ class Tensor:
 
 
 def _export_cached(g: Graph) -> dict[str, Tensor]:
-    return {public_name(n): Tensor(g.value(n), node.rows, node.cols, node.formula)
-            for n, node in g.nodes.items() if node.shown and n not in g.given}
+    return {
+        public_name(n): Tensor(g.value(n), node.rows, node.cols, node.formula)
+        for n, node in g.nodes.items()
+        if node.shown and n not in g.given
+    }
 
 
 def _export_full(g: Graph, n: int, first: bool) -> dict[str, Tensor]:
@@ -291,12 +320,17 @@ def _export_full(g: Graph, n: int, first: bool) -> dict[str, Tensor]:
         if name.endswith("self.S"):
             p = name[:-1]
             for cache, src in (("K_all", p + ("K_rope" if p + "K_rope" in g.nodes else "K")), ("V_all", p + "V")):
-                out[public_name(p + cache)] = Tensor(g.value(src), g.nodes[src].rows, g.nodes[src].cols,
-                                                     CACHE_FORMULA[cache])
+                out[public_name(p + cache)] = Tensor(
+                    g.value(src), g.nodes[src].rows, g.nodes[src].cols, CACHE_FORMULA[cache]
+                )
         v = g.value(name)  # [total, w] or [h, total, m]: the step's rows are the last n
         whole = _is_cross_kv(name)
-        out[public_name(name)] = Tensor(v if whole else v[..., -n:, :], node.rows if whole or not node.rows
-                                        else node.rows[-n:], node.cols, node.formula)
+        out[public_name(name)] = Tensor(
+            v if whole else v[..., -n:, :],
+            node.rows if whole or not node.rows else node.rows[-n:],
+            node.cols,
+            node.formula,
+        )
     return out
 
 
@@ -351,8 +385,11 @@ def generate(model: Model, s: Settings, keep: bool = True, stop_at_eos: bool = T
             for name in g.nodes:
                 if name.endswith("K_all"):
                     p = name[:-5]
-                    past[p] = (g.value(p + "K_all"), g.value(p + "V_all"),  # [total, kv·d_k], [total, kv·d_v]
-                               g.nodes[p + "K_all"].rows)
+                    past[p] = (
+                        g.value(p + "K_all"),
+                        g.value(p + "V_all"),  # [total, kv·d_k], [total, kv·d_v]
+                        g.nodes[p + "K_all"].rows,
+                    )
             if i == 0:
                 cross = {name: g.value(name) for name in g.nodes if _is_cross_kv(name)}
                 cross_macs = x
@@ -364,8 +401,9 @@ def generate(model: Model, s: Settings, keep: bool = True, stop_at_eos: bool = T
         if keep:
             tensors = _export_cached(g) if s.use_cache else _export_full(g, n, i == 0)
         token = model.vocab[choice.token]
-        steps.append(Step(i, list(new), total - n, total, logits, g.value("probs")[-1], choice, token, macs,
-                          seconds, tensors))
+        steps.append(
+            Step(i, list(new), total - n, total, logits, g.value("probs")[-1], choice, token, macs, seconds, tensors)
+        )
         generated.append(token)
         if stop_at_eos and token == model.eos:
             break

@@ -12,7 +12,7 @@ Pure: no printing, no I/O except `read_config`.
 
 import json
 
-from .errors import InputError, describe
+from attncalc.errors import InputError, describe
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 _TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -38,12 +38,10 @@ def human(n: int) -> str:
     """Binary units: 1073741824 -> '1.00 GiB'; under 1 KiB -> '512 B'."""
     if n < 1024:
         return f"{n} B"
-    value, unit = float(n), "B"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        value /= 1024
-        if value < 1024:
-            break
-    return f"{value:.2f} {unit}"
+    value, units = n / 1024, ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    while value >= 1024 and len(units) > 1:
+        value, units = value / 1024, units[1:]
+    return f"{value:.2f} {units[0]}"
 
 
 def _is_int(v) -> bool:
@@ -91,8 +89,10 @@ def _layer_split(cfg: dict, layers: int, at: str, notes: list):
     elif cfg.get("max_window_layers") is not None:
         _, first = _get_int(cfg, ("max_window_layers",), at, minimum=0)
         sliding = max(0, layers - first)
-        notes.append(f"Qwen2 semantics: layers with index >= max_window_layers ({first}) slide: "
-                     f"{sliding} sliding, {layers - sliding} full")
+        notes.append(
+            f"Qwen2 semantics: layers with index >= max_window_layers ({first}) slide: "
+            f"{sliding} sliding, {layers - sliding} full"
+        )
     elif cfg.get("sliding_window_pattern") is not None or model_type in _DEFAULT_PATTERN:
         key, pattern = _get_int(cfg, ("sliding_window_pattern",), at, required=False)
         pattern = pattern or _DEFAULT_PATTERN[model_type]
@@ -124,8 +124,9 @@ def _pick_dtype(dtype, cfg: dict, top: dict, notes: list) -> str:
     return "fp16"
 
 
-def kv_cache(config: dict, tokens: int, batch: int = 1, dtype: str | None = None, *,
-             source: str = "config.json") -> dict:
+def kv_cache(
+    config: dict, tokens: int, batch: int = 1, dtype: str | None = None, *, source: str = "config.json"
+) -> dict:
     """Size the KV cache of `config` for `tokens` tokens × `batch` sequences; every term is returned."""
     _check_arg("--tokens", tokens)
     _check_arg("--batch", batch)
@@ -176,23 +177,46 @@ def kv_cache(config: dict, tokens: int, batch: int = 1, dtype: str | None = None
     n, t = (full, cached_full) if full else (sliding, cached_sliding)
     formula = f"2 × {n} × {kv} × {head_dim} × {t} × {batch} × {nbytes} = {total:,}"
     if full and sliding:  # the layers × tokens product becomes a sum over the two layer kinds
-        formula = (f"2 × ({full} × {t} + {sliding} × {cached_sliding}) × {kv} × {head_dim} × {batch} × {nbytes}"
-                   f" = {total:,}")
+        formula = (
+            f"2 × ({full} × {t} + {sliding} × {cached_sliding}) × {kv} × {head_dim} × {batch} × {nbytes} = {total:,}"
+        )
     kv_shape = [batch, kv, tokens, head_dim]
-    shapes = {"X": [batch, tokens, d_model], "W_Q": [d_model, heads * head_dim], "W_K": [d_model, kv * head_dim],
-              "W_V": [d_model, kv * head_dim], "W_O": [heads * head_dim, d_model],
-              "Q": [batch, heads, tokens, head_dim], "K": kv_shape, "V": list(kv_shape),
-              "K cache (per layer)": [batch, kv, cached_full if full else cached_sliding, head_dim],
-              "query heads per KV head": group}
+    shapes = {
+        "X": [batch, tokens, d_model],
+        "W_Q": [d_model, heads * head_dim],
+        "W_K": [d_model, kv * head_dim],
+        "W_V": [d_model, kv * head_dim],
+        "W_O": [heads * head_dim, d_model],
+        "Q": [batch, heads, tokens, head_dim],
+        "K": kv_shape,
+        "V": list(kv_shape),
+        "K cache (per layer)": [batch, kv, cached_full if full else cached_sliding, head_dim],
+        "query heads per KV head": group,
+    }
     if full and sliding:
         shapes["K cache (sliding layer)"] = [batch, kv, cached_sliding, head_dim]
     return {
-        "bytes": total, "human": human(total), "per_token_bytes": 2 * layers * kv * head_dim * batch * nbytes,
+        "bytes": total,
+        "human": human(total),
+        "per_token_bytes": 2 * layers * kv * head_dim * batch * nbytes,
         "terms": {
-            "layers": layers, "kv_heads": kv, "head_dim": head_dim, "tokens": tokens, "batch": batch,
-            "bytes_per_value": nbytes, "dtype": name, "full_layers": full, "sliding_layers": sliding,
-            "sliding_window": window, "cached_tokens_full": cached_full, "cached_tokens_sliding": cached_sliding,
-            "query_heads": heads, "d_model": d_model, "query_heads_per_kv_head": group,
+            "layers": layers,
+            "kv_heads": kv,
+            "head_dim": head_dim,
+            "tokens": tokens,
+            "batch": batch,
+            "bytes_per_value": nbytes,
+            "dtype": name,
+            "full_layers": full,
+            "sliding_layers": sliding,
+            "sliding_window": window,
+            "cached_tokens_full": cached_full,
+            "cached_tokens_sliding": cached_sliding,
+            "query_heads": heads,
+            "d_model": d_model,
+            "query_heads_per_kv_head": group,
         },
-        "formula": formula, "notes": notes, "shapes": shapes,
+        "formula": formula,
+        "notes": notes,
+        "shapes": shapes,
     }

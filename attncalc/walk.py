@@ -15,22 +15,40 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import texts
-from .errors import InputError
-from .graph import STAGES
-from .literal import parse_cell
-from .ops import Affine, Identity, Scores
-from .ops_layers import Activation, RMSNorm, SwiGLU
-from .ops_positions import MaskMatrix
-from .literal import cell_label
-from .session import Request, Session, evaluate, open_session
+from attncalc import texts
+from attncalc.core.graph import STAGES
+from attncalc.core.layer_ops import Activation, RMSNorm, SwiGLU
+from attncalc.core.ops import Affine, Identity, Scores
+from attncalc.core.position_ops import MaskMatrix
+from attncalc.errors import InputError
+from attncalc.inputs.literal import cell_label, parse_cell
+from attncalc.inputs.session import Request, Session, evaluate, open_session
 
 WALK_STAGES = STAGES + ("generate",)
 ATTENTION = {"S": "scores", "bias": "scores", "S_scaled": "scores", "M": "mask", "S_masked": "mask", "A": "softmax"}
-GROUPS = {"X": "embed", "PE": "pe", "H": "pe", "Q": "qkv", "K": "qkv", "V": "qkv", "angles": "rope",
-          "Q_rope": "rope", "K_rope": "rope", "O": "attend", "Z": "attend", "U": "ffn", "U_up": "ffn",
-          "U_act": "ffn", "F": "ffn", "enc_out": "enc_out", "dec_out": "dec_out", "logits": "output",
-          "probs": "output", "nll": "loss", "loss": "loss"}
+GROUPS = {
+    "X": "embed",
+    "PE": "pe",
+    "H": "pe",
+    "Q": "qkv",
+    "K": "qkv",
+    "V": "qkv",
+    "angles": "rope",
+    "Q_rope": "rope",
+    "K_rope": "rope",
+    "O": "attend",
+    "Z": "attend",
+    "U": "ffn",
+    "U_up": "ffn",
+    "U_act": "ffn",
+    "F": "ffn",
+    "enc_out": "enc_out",
+    "dec_out": "dec_out",
+    "logits": "output",
+    "probs": "output",
+    "nll": "loss",
+    "loss": "loss",
+}
 
 
 @dataclass
@@ -120,32 +138,45 @@ def generation_screens(session: Session, lang: str, precision: int) -> list[Scre
     probabilities and the token chosen (the numbers of `attncalc generate`)."""
     from types import SimpleNamespace
 
-    from .decoding import Model, Settings, generate
-    from .render.steps import shown_tensors, totals
-    from .render.text import fmt
-    from .render.view import views
+    from attncalc.decoding import Model, Settings, generate
+    from attncalc.render.steps import shown_tensors, totals
+    from attncalc.render.text import fmt
+    from attncalc.render.view import views
 
     result = generate(Model(session.fixture, session.source, ""), Settings())
     screens = []
     for step in result.steps:
         shown = shown_tensors(step) + [("probs", step.tensors["probs"])]
         title = texts.title("generate", lang, i=step.index, inputs=" ".join(step.inputs), token=step.token)
-        screens.append(Screen(
-            "generate", "generate", "", title, GENERATION_FORMULAS,
-            [texts.why("generate" if step.index == 0 else "kv_cache", lang)], [],
-            views=[v for t, x in shown for v in views(t, SimpleNamespace(formula=t, rows=x.rows, cols=x.cols),
-                                                       x.value)],
-            lines=[texts.ui("chosen", lang, token=step.token, p=fmt(step.probs[step.choice.token], precision))]))
+        screens.append(
+            Screen(
+                "generate",
+                "generate",
+                "",
+                title,
+                GENERATION_FORMULAS,
+                [texts.why("generate" if step.index == 0 else "kv_cache", lang)],
+                [],
+                views=[
+                    v for t, x in shown for v in views(t, SimpleNamespace(formula=t, rows=x.rows, cols=x.cols), x.value)
+                ],
+                lines=[texts.ui("chosen", lang, token=step.token, p=fmt(step.probs[step.choice.token], precision))],
+            )
+        )
     w, wo = totals(result)
-    screens[-1].lines += [texts.ui("generated", lang, tokens=" ".join(result.generated)),
-                          texts.ui("macs", lang, w=w, wo=wo, saved=wo - w)]
+    screens[-1].lines += [
+        texts.ui("generated", lang, tokens=" ".join(result.generated)),
+        texts.ui("macs", lang, w=w, wo=wo, saved=wo - w),
+    ]
     return screens
 
 
-GENERATION_FORMULAS = ["q, k_new, v_new = D·Wq, D·Wk, D·Wv   (the new row only)",
-                       "K = [cached K; k_new],  V = [cached V; v_new]",
-                       "A = softmax(q·Kᵀ / √d_k),  O = A·V,  then the rest of each layer and the logits",
-                       "next token = argmax probs"]
+GENERATION_FORMULAS = [
+    "q, k_new, v_new = D·Wq, D·Wk, D·Wv   (the new row only)",
+    "K = [cached K; k_new],  V = [cached V; v_new]",
+    "A = softmax(q·Kᵀ / √d_k),  O = A·V,  then the rest of each layer and the logits",
+    "next token = argmax probs",
+]
 
 
 def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_STAGES) - 1) -> list[Screen]:
@@ -176,8 +207,13 @@ def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_ST
 def repeats_stage_block(values: dict, names: list[str]) -> bool:
     """True for a layer's attention tensors equal to the stage commands' block (the same weights on H)."""
     prefix, group = group_of(names[0])
-    return bool(prefix) and group in ("qkv", "rope", "weights", "attend") and all(
-        n.rpartition(".")[2] in values and np.array_equal(values[n], values[n.rpartition(".")[2]]) for n in names)
+    return (
+        bool(prefix)
+        and group in ("qkv", "rope", "weights", "attend")
+        and all(
+            n.rpartition(".")[2] in values and np.array_equal(values[n], values[n.rpartition(".")[2]]) for n in names
+        )
+    )
 
 
 def screen(session: Session, values: dict, names: list[str], lang: str, seen: set, same=False) -> Screen:
@@ -205,10 +241,18 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
                 seen.add(i)
                 weights.append(i)
     shape = np.shape(values[main])
-    return Screen(nodes[0].stage, group, prefix, f"{ctx} · {heading}" if ctx else heading,
-                  [n.formula for n in nodes], [t for t in (texts.why(k, lang) for k in
-                                                           (["layer_same"] if same else why_keys(session, names)))
-                                               if t], tensors, weights, main, worked_cell(shape))
+    return Screen(
+        nodes[0].stage,
+        group,
+        prefix,
+        f"{ctx} · {heading}" if ctx else heading,
+        [n.formula for n in nodes],
+        [t for t in (texts.why(k, lang) for k in (["layer_same"] if same else why_keys(session, names))) if t],
+        tensors,
+        weights,
+        main,
+        worked_cell(shape),
+    )
 
 
 def layer_context(prefix: str, group: str, lang: str) -> str:
@@ -315,8 +359,7 @@ def cell(walk: Walk, screen: Screen, text: str):
         raise InputError("c", texts.ui("no_cell", walk.lang))
     g = walk.session.graph
     if name not in g.nodes or not g.can_compute(name):
-        raise InputError("c", "a tensor of this walk (" + ", ".join(screen.tensors + screen.weights) + ")",
-                         repr(name))
+        raise InputError("c", "a tensor of this walk (" + ", ".join(screen.tensors + screen.weights) + ")", repr(name))
     node, value = g.node(name), g.value(name)
     idx = parse_cell(where, node.rows, node.cols, np.shape(value), option="c")
     return label_of(node, idx), g.explain(name, idx)
@@ -324,18 +367,20 @@ def cell(walk: Walk, screen: Screen, text: str):
 
 # ---- drawing ---------------------------------------------------------------------------------
 
+
 def views_of(walk: Walk, names: list[str]) -> list:
     """The views of tensors (titled `enc.0.Q: Q = H·Wq` inside a layer) or weights (titled by their
     fixture path; E's rows and the output layer's columns labelled with the vocabulary)."""
-    from .render.view import views
+    from attncalc.render.view import views
 
     g, vocab = walk.session.graph, walk.session.fixture.get("vocab") or None
     out = []
     for name in names:
         node = g.nodes[name]
         if node.is_leaf:
-            node = replace(node, formula=name, rows=vocab if name == "E" else None,
-                           cols=vocab if name == "output.W" else None)
+            node = replace(
+                node, formula=name, rows=vocab if name == "E" else None, cols=vocab if name == "output.W" else None
+            )
         elif "." in name:
             node = replace(node, formula=f"{name}: {node.formula}")
         out += views(name, node, g.value(name))
@@ -348,7 +393,7 @@ def draw(con, walk: Walk, k: int, precision: int, ask=None) -> None:
     from rich.rule import Rule
     from rich.text import Text
 
-    from .render.table import print_explanation, print_views
+    from attncalc.render.table import print_explanation, print_views
 
     s, lang = walk.screens[k], walk.lang
     con.print(Rule(Text(f"{texts.ui('step', lang, k=k + 1, n=len(walk.screens))} · {s.stage}")))
@@ -377,14 +422,22 @@ def draw(con, walk: Walk, k: int, precision: int, ask=None) -> None:
 
 def markdown(walk: Walk, precision: int) -> str:
     """The whole walk as one Markdown document: a section per screen."""
-    from .render.notes import markdown_explanation, markdown_view, md_escape
+    from attncalc.render.notes import markdown_explanation, markdown_view, md_escape
 
     lang, g = walk.lang, walk.session.graph
     desc = walk.session.fixture.get("description") or ""
     out = [f"# {md_escape(texts.ui('doc_title', lang, name=walk.name))}", ""] + ([md_escape(desc), ""] * bool(desc))
     for k, s in enumerate(walk.screens):
-        out += [f"## {k + 1}. {md_escape(s.title)}", "", f"{texts.ui('stage', lang)} `{s.stage}`", "",
-                "```text", *s.formulas, "```", ""]
+        out += [
+            f"## {k + 1}. {md_escape(s.title)}",
+            "",
+            f"{texts.ui('stage', lang)} `{s.stage}`",
+            "",
+            "```text",
+            *s.formulas,
+            "```",
+            "",
+        ]
         out += [f"{md_escape(w)}\n" for w in s.why]
         if s.weights:
             out += [f"*{texts.ui('weights', lang)}*", ""]

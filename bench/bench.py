@@ -98,8 +98,12 @@ def pipe_once(stages):
     for k, stage in enumerate(stages):
         cmd = ATTNCALC + [stage, "-f", "json"] + (["--example", "woaini"] if k == 0 else [])
         last = k == len(stages) - 1
-        p = subprocess.Popen(cmd, stdin=prev.stdout if prev else subprocess.DEVNULL, env=ENV,
-                             stdout=subprocess.DEVNULL if last else subprocess.PIPE)
+        p = subprocess.Popen(
+            cmd,
+            stdin=prev.stdout if prev else subprocess.DEVNULL,
+            env=ENV,
+            stdout=subprocess.DEVNULL if last else subprocess.PIPE,
+        )
         if prev:
             prev.stdout.close()
         procs.append(p)
@@ -117,8 +121,9 @@ def compare(runs, a, b):
     for _ in range(runs):
         ra.append(a())
         rb.append(b())
-    med = lambda xs: tuple(statistics.median(col) for col in zip(*xs)) if isinstance(xs[0], tuple) \
-        else statistics.median(xs)
+    med = lambda xs: (
+        tuple(statistics.median(col) for col in zip(*xs)) if isinstance(xs[0], tuple) else statistics.median(xs)
+    )
     return med(ra), med(rb)
 
 
@@ -128,9 +133,18 @@ ROWS = []
 def row(section, what, value, floor, unit, goal, note=""):
     ratio = value / floor if floor else float("nan")
     ok = "ok" if goal is None or ratio <= goal else "MISSED"
-    ROWS.append((section, what, f"{value:.3f} {unit}" if unit == "s" else f"{value:.0f} {unit}",
-                 f"{floor:.3f} {unit}" if unit == "s" else f"{floor:.0f} {unit}", f"{ratio:.2f}×",
-                 f"≤ {goal}×" if goal else "-", ok if goal else "", note))
+    ROWS.append(
+        (
+            section,
+            what,
+            f"{value:.3f} {unit}" if unit == "s" else f"{value:.0f} {unit}",
+            f"{floor:.3f} {unit}" if unit == "s" else f"{floor:.0f} {unit}",
+            f"{ratio:.2f}×",
+            f"≤ {goal}×" if goal else "-",
+            ok if goal else "",
+            note,
+        )
+    )
     print(f"  {section} {what}: {ratio:.2f}×", file=sys.stderr, flush=True)
 
 
@@ -156,8 +170,10 @@ def bench_stages(runs):
     row("a", "softmax vs bare imports", t, f, "s", None, 'vs python -c "import numpy, typer"')
 
 
-NUMPY_PROBE = ("import sys\nfrom attncalc.cli.app import app\ntry:\n    app({args!r}, prog_name='attncalc')\n"
-               "except SystemExit:\n    pass\nprint('numpy' in sys.modules, file=sys.stderr)")
+NUMPY_PROBE = (
+    "import sys\nfrom attncalc.cli.app import app\ntry:\n    app({args!r}, prog_name='attncalc')\n"
+    "except SystemExit:\n    pass\nprint('numpy' in sys.modules, file=sys.stderr)"
+)
 
 
 def imports_numpy(args) -> bool:
@@ -173,10 +189,18 @@ def bench_help(runs):
     if numpy:
         ROWS[-1] = ROWS[-1][:6] + ("MISSED",) + ROWS[-1][7:]
     for stage in ("softmax",):
-        (t, _, _), (f, _, _) = compare(runs, lambda: run(ATTNCALC + [stage, "--help"]),
-                                       lambda: run(MINIMAL + [stage, "--help"]))
-        row("b", f"{stage} --help", t, f, "s", None, "NumPy imported: " +
-            ("yes" if imports_numpy([stage, "--help"]) else "no"))
+        (t, _, _), (f, _, _) = compare(
+            runs, lambda: run(ATTNCALC + [stage, "--help"]), lambda: run(MINIMAL + [stage, "--help"])
+        )
+        row(
+            "b",
+            f"{stage} --help",
+            t,
+            f,
+            "s",
+            None,
+            "NumPy imported: " + ("yes" if imports_numpy([stage, "--help"]) else "no"),
+        )
 
 
 def with_cpu(fn):
@@ -191,8 +215,9 @@ def with_cpu(fn):
 
 def bench_pipe(runs):
     one = ATTNCALC + ["attend", "--example", "woaini", "-f", "json"]
-    (t, cpu), (f, fcpu) = compare(runs, lambda: with_cpu(lambda: pipe_once(PIPE)),
-                                  lambda: with_cpu(lambda: run(one)[0]))
+    (t, cpu), (f, fcpu) = compare(
+        runs, lambda: with_cpu(lambda: pipe_once(PIPE)), lambda: with_cpu(lambda: run(one)[0])
+    )
     row("c", "7-stage pipe", t, f, "s", 4, f"vs `attend` alone; {os.cpu_count()} cores share the 7 processes")
     row("c", "7-stage pipe, CPU per stage", cpu / 7, fcpu, "s", None, "CPU time of one stage in the pipe vs alone")
     (t2, _), (par, _) = compare(runs, lambda: (pipe_once(PIPE), 0), lambda: (at_once(one, 7), 0))
@@ -214,10 +239,15 @@ def make_fixture(path, n, d, heads, vocab=256, seed=0):
 
     rng = np.random.default_rng(seed)
     w = lambda: (rng.standard_normal((d, d)) / np.sqrt(d)).round(4).tolist()
-    fx = {"name": f"bench-{n}x{d}", "vocab": [f"t{k}" for k in range(vocab)], "d_model": d,
-          "embedding": rng.standard_normal((vocab, d)).round(4).tolist(), "position": {"type": "sinusoidal"},
-          "source": [f"t{k}" for k in rng.integers(0, vocab, n)],
-          "attention": {"heads": heads, "kv_heads": heads, "Wq": w(), "Wk": w(), "Wv": w(), "Wo": w()}}
+    fx = {
+        "name": f"bench-{n}x{d}",
+        "vocab": [f"t{k}" for k in range(vocab)],
+        "d_model": d,
+        "embedding": rng.standard_normal((vocab, d)).round(4).tolist(),
+        "position": {"type": "sinusoidal"},
+        "source": [f"t{k}" for k in rng.integers(0, vocab, n)],
+        "attention": {"heads": heads, "kv_heads": heads, "Wq": w(), "Wk": w(), "Wv": w(), "Wo": w()},
+    }
     with open(path, "w") as f:
         json.dump(fx, f)
 
@@ -279,8 +309,9 @@ def bench_generate(runs, tokens=128):
 def table() -> str:
     head = ("", "what", "attncalc", "floor", "ratio", "goal", "", "the floor / note")
     widths = [max(len(str(r[k])) for r in [head, *ROWS]) for k in range(len(head))]
-    line = lambda r: "  ".join(str(c).ljust(w) if k in (0, 1, 6, 7) else str(c).rjust(w)
-                               for k, (c, w) in enumerate(zip(r, widths))).rstrip()
+    line = lambda r: "  ".join(
+        str(c).ljust(w) if k in (0, 1, 6, 7) else str(c).rjust(w) for k, (c, w) in enumerate(zip(r, widths))
+    ).rstrip()
     return "\n".join([line(head), line(tuple("-" * w for w in widths)), *map(line, ROWS)])
 
 
@@ -297,9 +328,12 @@ def main(argv=None):
     sections = set(args.only.split(","))
     if args.skip_large:
         sections.discard("d")
-    print(f"attncalc: {' '.join(ATTNCALC)}\nPython {sys.version.split()[0]}, {os.cpu_count()} cores (load average "
-          f"{os.getloadavg()[0]:.2f} at the start), "
-          f"{args.runs} runs per figure (median), bytecode {'not cached' if args.cold else 'cached'}\n", flush=True)
+    print(
+        f"attncalc: {' '.join(ATTNCALC)}\nPython {sys.version.split()[0]}, {os.cpu_count()} cores (load average "
+        f"{os.getloadavg()[0]:.2f} at the start), "
+        f"{args.runs} runs per figure (median), bytecode {'not cached' if args.cold else 'cached'}\n",
+        flush=True,
+    )
     if "a" in sections:
         bench_stages(args.runs)
     if "b" in sections:

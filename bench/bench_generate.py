@@ -30,8 +30,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from attncalc.decoding import Model, Settings, generate  # noqa: E402
 
 
-def random_model(d: int, heads: int, layers: int, dff: int, vocab: int, prompt: int, decoder_only: bool,
-                 activation: str = "relu", seed: int = 0) -> dict:
+def random_model(
+    d: int,
+    heads: int,
+    layers: int,
+    dff: int,
+    vocab: int,
+    prompt: int,
+    decoder_only: bool,
+    activation: str = "relu",
+    seed: int = 0,
+) -> dict:
     """A random fixture (GPT-like pre-norm when decoder-only, else the original post-norm Transformer)."""
     rng = np.random.default_rng(seed)
 
@@ -54,10 +63,17 @@ def random_model(d: int, heads: int, layers: int, dff: int, vocab: int, prompt: 
         return {**out, "final_norm": {}} if decoder_only else out
 
     tokens = [f"t{i}" for i in range(vocab - 2)] + ["<s>", "</s>"]
-    fx = {"name": "bench", "vocab": tokens, "special": {"bos": "<s>", "eos": "</s>"}, "d_model": d,
-          "embedding": w(vocab, d), "position": {"type": "sinusoidal"},
-          "source": [tokens[i] for i in rng.integers(0, vocab - 2, prompt)], "decoder": stack(not decoder_only),
-          "output": {"W": w(d, vocab)}}
+    fx = {
+        "name": "bench",
+        "vocab": tokens,
+        "special": {"bos": "<s>", "eos": "</s>"},
+        "d_model": d,
+        "embedding": w(vocab, d),
+        "position": {"type": "sinusoidal"},
+        "source": [tokens[i] for i in rng.integers(0, vocab - 2, prompt)],
+        "decoder": stack(not decoder_only),
+        "output": {"W": w(d, vocab)},
+    }
     if not decoder_only:
         fx["encoder"] = stack(False)
     return fx
@@ -81,11 +97,14 @@ def main() -> None:
     ap.add_argument("--checkpoints", default="64,128,256,512")
     ap.add_argument("--window", type=int, default=16, help="steps whose times are reported at a checkpoint")
     ap.add_argument("--model", choices=("decoder-only", "encoder-decoder"), default="decoder-only")
-    ap.add_argument("--activation", choices=("relu", "gelu", "swiglu"), default="relu",
-                    help="gelu costs more per row: attncalc's exact erf is a series of ~130 terms")
+    ap.add_argument(
+        "--activation",
+        choices=("relu", "gelu", "swiglu"),
+        default="relu",
+        help="gelu costs more per row: attncalc's exact erf is a series of ~130 terms",
+    )
     a = ap.parse_args()
-    raw = random_model(a.d_model, a.heads, a.layers, a.ffn, a.vocab, a.prompt, a.model == "decoder-only",
-                       a.activation)
+    raw = random_model(a.d_model, a.heads, a.layers, a.ffn, a.vocab, a.prompt, a.model == "decoder-only", a.activation)
     model = Model(raw)
     generate(model, Settings(max_new_tokens=2), keep=False)  # warm up: weights read and checked once
     cached, t_cached = run(model, a.tokens, True)
@@ -93,12 +112,18 @@ def main() -> None:
     assert cached.generated == full.generated, "the cache changed the tokens"
     np.testing.assert_allclose([s.logits for s in cached.steps], [s.logits for s in full.steps], atol=1e-9)
 
-    print(f"{a.model}: d_model {a.d_model}, {a.heads} heads, {a.layers} layers, FFN {a.ffn}, vocab {a.vocab}, "
-          f"{a.activation}, prompt {a.prompt} tokens; greedy, eos ignored; numpy {np.__version__}")
-    print("ms per step over the window of steps before each checkpoint: fastest / median (the fastest is the "
-          "least disturbed by other processes)")
-    print(f"{'new tokens':>10} {'cache rows':>10} | {'cached ms':>13} {'uncached ms':>15} {'ratio':>6} | "
-          f"{'MACs cached':>12} {'MACs uncached':>14}")
+    print(
+        f"{a.model}: d_model {a.d_model}, {a.heads} heads, {a.layers} layers, FFN {a.ffn}, vocab {a.vocab}, "
+        f"{a.activation}, prompt {a.prompt} tokens; greedy, eos ignored; numpy {np.__version__}"
+    )
+    print(
+        "ms per step over the window of steps before each checkpoint: fastest / median (the fastest is the "
+        "least disturbed by other processes)"
+    )
+    print(
+        f"{'new tokens':>10} {'cache rows':>10} | {'cached ms':>13} {'uncached ms':>15} {'ratio':>6} | "
+        f"{'MACs cached':>12} {'MACs uncached':>14}"
+    )
     for c in (int(x) for x in a.checkpoints.split(",")):
         if c > len(cached.steps):
             continue
@@ -106,13 +131,17 @@ def main() -> None:
         tc = [s.seconds * 1e3 for s in cached.steps[lo:c]]
         tf = [s.seconds * 1e3 for s in full.steps[lo:c]]
         s = cached.steps[c - 1]
-        print(f"{c:>10} {s.cache_rows:>10} | {min(tc):>6.1f} / {statistics.median(tc):>4.1f} "
-              f"{min(tf):>7.1f} / {statistics.median(tf):>5.1f} {min(tf) / min(tc):>6.1f} | "
-              f"{s.macs['with_cache']:>12,} {s.macs['without_cache']:>14,}")
+        print(
+            f"{c:>10} {s.cache_rows:>10} | {min(tc):>6.1f} / {statistics.median(tc):>4.1f} "
+            f"{min(tf):>7.1f} / {statistics.median(tf):>5.1f} {min(tf) / min(tc):>6.1f} | "
+            f"{s.macs['with_cache']:>12,} {s.macs['without_cache']:>14,}"
+        )
     w = sum(s.macs["with_cache"] for s in cached.steps)
     wo = sum(s.macs["without_cache"] for s in cached.steps)
-    print(f"total for {a.tokens} tokens: {t_cached:.2f} s cached, {t_full:.2f} s uncached; "
-          f"MACs {w:,} vs {wo:,} (the cache saved {1 - w / wo:.1%})")
+    print(
+        f"total for {a.tokens} tokens: {t_cached:.2f} s cached, {t_full:.2f} s uncached; "
+        f"MACs {w:,} vs {wo:,} (the cache saved {1 - w / wo:.1%})"
+    )
 
 
 if __name__ == "__main__":

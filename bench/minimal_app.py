@@ -19,9 +19,11 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "attnc
 
 
 def stage_command(stage: str):
-    def command(example: str = typer.Option("woaini", "--example", "-e"),
-                fmt: str = typer.Option("json", "--format", "-f"),
-                only: Optional[str] = typer.Option(None, "--only")):
+    def command(
+        example: str = typer.Option("woaini", "--example", "-e"),
+        fmt: str = typer.Option("json", "--format", "-f"),
+        only: Optional[str] = typer.Option(None, "--only"),
+    ):
         import numpy as np
 
         with open(os.path.join(EXAMPLES, example + ".json"), encoding="utf-8") as f:
@@ -43,9 +45,19 @@ def stage_command(stage: str):
             a /= a.sum(-1, keepdims=True)
             o = (a @ vh).transpose(1, 0, 2).reshape(len(x), -1)
             z = o @ np.array(p["Wo"]) if "Wo" in p else o
-            sq = (lambda y: y[0] if h == 1 else y)
-            return {"Q": q, "K": k, "V": v, "S": sq(s), "S_scaled": sq(ss), "M": m, "S_masked": sq(sm),
-                    "A": sq(a), "O": o, "Z": z}
+            sq = lambda y: y[0] if h == 1 else y
+            return {
+                "Q": q,
+                "K": k,
+                "V": v,
+                "S": sq(s),
+                "S_scaled": sq(ss),
+                "M": m,
+                "S_masked": sq(sm),
+                "A": sq(a),
+                "O": o,
+                "Z": z,
+            }
 
         def norm(x, p):
             mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
@@ -57,8 +69,9 @@ def stage_command(stage: str):
         def embed(tokens):
             x = np.array(fx["embedding"])[[vocab.index(w) for w in tokens]]
             pos, i = np.arange(len(tokens))[:, None], np.arange(d)[None, :]
-            pe = np.where(i % 2 == 0, np.sin(pos / 10000 ** ((i - i % 2) / d)),
-                          np.cos(pos / 10000 ** ((i - i % 2) / d)))
+            pe = np.where(
+                i % 2 == 0, np.sin(pos / 10000 ** ((i - i % 2) / d)), np.cos(pos / 10000 ** ((i - i % 2) / d))
+            )
             return x, pe, x + pe
 
         t["X"], t["PE"], t["H"] = embed(src)
@@ -66,7 +79,7 @@ def stage_command(stage: str):
         names = ["X", "PE", "H", "Q", "K", "V", "S", "S_scaled", "M", "S_masked", "A", "O", "Z"]
         if last >= 2:
             t.update(attention(block, t["H"], t["H"], False))
-        t = {k: t[k] for k in names[:[1, 3, 6, 8, 10, 11, 13, 13, 13][last]]}
+        t = {k: t[k] for k in names[: [1, 3, 6, 8, 10, 11, 13, 13, 13][last]]}
         x = t.get("H")
         for i, layer in enumerate(fx["encoder"]["layers"] if last >= 7 else []):
             t.update({f"enc.{i}.{k}": v for k, v in attention(layer["self_attention"], x, x, False).items()})
@@ -86,8 +99,9 @@ def stage_command(stage: str):
             t["probs"] = e / e.sum(-1, keepdims=True)
         if only:
             t = {k: t[k] for k in only.split(",")}
-        tensors = {k: np.where(np.isneginf(v), 0, v).tolist() if np.isneginf(v).any() else v.tolist()
-                   for k, v in t.items()}
+        tensors = {
+            k: np.where(np.isneginf(v), 0, v).tolist() if np.isneginf(v).any() else v.tolist() for k, v in t.items()
+        }
         print(json.dumps({"attncalc": 1, "fixture": fx, "stage": stage, "tensors": tensors}, ensure_ascii=False))
 
     return command

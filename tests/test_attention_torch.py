@@ -3,18 +3,24 @@
 import numpy as np
 import pytest
 
-from attncalc.build_layers import build
-from attncalc.build import Options
-from attncalc.fixture import Fixture
+from attncalc.core.build import Options
+from attncalc.core.build_layers import build
+from attncalc.core.fixture import Fixture
 
 torch = pytest.importorskip("torch")
 
 
 def random_fixture(rng, n, d, heads, bias, pad_at=None):
     vocab = [f"t{i}" for i in range(n)] + ["<pad>"]
-    fx = {"vocab": vocab, "d_model": d, "embedding": rng.normal(size=(len(vocab), d)).tolist(),
-          "position": {"type": "sinusoidal"}, "source": vocab[:n], "special": {"pad": "<pad>"},
-          "attention": {"heads": heads, **{w: rng.normal(size=(d, d)).tolist() for w in ("Wq", "Wk", "Wv", "Wo")}}}
+    fx = {
+        "vocab": vocab,
+        "d_model": d,
+        "embedding": rng.normal(size=(len(vocab), d)).tolist(),
+        "position": {"type": "sinusoidal"},
+        "source": vocab[:n],
+        "special": {"pad": "<pad>"},
+        "attention": {"heads": heads, **{w: rng.normal(size=(d, d)).tolist() for w in ("Wq", "Wk", "Wv", "Wo")}},
+    }
     if bias:
         fx["attention"].update({b: rng.normal(size=d).tolist() for b in ("bq", "bk", "bv", "bo")})
     if pad_at is not None:
@@ -52,10 +58,14 @@ def test_gqa_equals_sdpa_with_enable_gqa(heads, kv_heads):
     rng = np.random.default_rng(heads + kv_heads)
     n, d, dk = 6, 12, 4
     raw = random_fixture(rng, n, d, heads, False)
-    raw["attention"] = {"heads": heads, "kv_heads": kv_heads, "Wq": rng.normal(size=(d, heads * dk)).tolist(),
-                        "Wk": rng.normal(size=(d, kv_heads * dk)).tolist(),
-                        "Wv": rng.normal(size=(d, kv_heads * dk)).tolist(),
-                        "Wo": rng.normal(size=(heads * dk, d)).tolist()}
+    raw["attention"] = {
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "Wq": rng.normal(size=(d, heads * dk)).tolist(),
+        "Wk": rng.normal(size=(d, kv_heads * dk)).tolist(),
+        "Wv": rng.normal(size=(d, kv_heads * dk)).tolist(),
+        "Wo": rng.normal(size=(heads * dk, d)).tolist(),
+    }
     g = build(Fixture(raw), "attend", Options(kind="causal"))
     q, k, v = (torch.tensor(g.value(t)).reshape(n, -1, dk).transpose(0, 1)[None] for t in ("Q", "K", "V"))
     o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
@@ -63,7 +73,7 @@ def test_gqa_equals_sdpa_with_enable_gqa(heads, kv_heads):
 
 
 def test_softmax_equals_torch_on_extreme_scores():
-    from attncalc.ops import Softmax
+    from attncalc.core.ops import Softmax
 
     s = np.array([[1000.0, 999.0, -np.inf], [-1e308, 0.0, 1e-300], [-np.inf, -np.inf, -np.inf]])
     ours = Softmax().compute(s)

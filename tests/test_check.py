@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import doc
 
 EYE = json.dumps(np.eye(4).tolist())
@@ -17,18 +16,22 @@ WQ = np.array([[0.5, 0, 0.5, 0], [0, 0.5, 0, 0.5], [0.5, 0, 0.5, 0], [0, 0.5, 0,
 @pytest.fixture
 def truth(cli):
     """The tensors `attend --example woaini -f json` gives (with extra model options), −∞ restored."""
+
     def get(*args):
         t = doc(cli("attend", "--example", "woaini", "-f", "json", *args))["tensors"]
         return {k: np.array(json.loads(json.dumps(v).replace('"-inf"', "-1e999")), float) for k, v in t.items()}
+
     return get
 
 
 def sheet(tensors: dict, dec: int = 3) -> str:
     """A JSON worksheet with every number written to `dec` decimals, as a learner would."""
+
     def text(x):
         if np.ndim(x):
             return "[" + ", ".join(text(v) for v in x) + "]"
         return '"-inf"' if np.isneginf(x) else f"{x:.{dec}f}"
+
     return "{" + ", ".join(f'"{k}": {text(np.asarray(v, float))}' for k, v in tensors.items()) + "}"
 
 
@@ -44,12 +47,14 @@ def softmax(x, axis=-1):
 @pytest.fixture
 def check(cli, tmp_path):
     """check(worksheet_text, *model_args) -> (exit code, JSON report or None, result)."""
+
     def run(text, *args, fmt="json", name="w.json"):
         path = tmp_path / name
         path.write_text(text, encoding="utf-8")
         result = cli("check", path, "--example", "woaini", "-f", fmt, *args)
         report = json.loads(result.stdout) if fmt == "json" and result.exit_code in (0, 1) else None
         return result.exit_code, report, result
+
     return run
 
 
@@ -67,8 +72,9 @@ def assert_bad(result, *fragments):
 # ---- verdicts ----------------------------------------------------------------------------------
 def test_a_fully_right_worksheet_passes(check, truth):
     t = truth()
-    code, report, _ = check(sheet({k: t[k] for k in ("X", "PE", "H", "Q", "K", "V", "S", "S_scaled", "M",
-                                                     "S_masked", "A", "O")}))
+    code, report, _ = check(
+        sheet({k: t[k] for k in ("X", "PE", "H", "Q", "K", "V", "S", "S_scaled", "M", "S_masked", "A", "O")})
+    )
     assert code == 0
     assert report["first_slip"] is None
     assert report["summary"] == {"tensors": 12, "cells": 129, "correct": 129, "carried": 0, "slip": 0}
@@ -168,20 +174,23 @@ def test_a_plain_slip_names_no_mistake(check, truth):
 
 
 # ---- tolerance ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("written, verdict", [
-    ("0.43", "correct"),  # 2 decimals: |0.43 − 0.4257| < 0.01
-    ("0.42", "correct"),  # 0.0057 < 0.01
-    ("0.41", "slip"),  # 0.0157 > 0.01
-    ("0.420", "slip"),  # 3 decimals: 0.0057 > 0.001
-    ("0.426", "correct"),
-    ("0.4", "correct"),  # 1 decimal: within 0.1
-    ("0.6", "slip"),
-    ("4.26e-1", "correct"),  # 3 decimals as written
-    ("1", "slip"),  # an integer: within 0.5
-    ("0", "correct"),
-])
+@pytest.mark.parametrize(
+    "written, verdict",
+    [
+        ("0.43", "correct"),  # 2 decimals: |0.43 − 0.4257| < 0.01
+        ("0.42", "correct"),  # 0.0057 < 0.01
+        ("0.41", "slip"),  # 0.0157 > 0.01
+        ("0.420", "slip"),  # 3 decimals: 0.0057 > 0.001
+        ("0.426", "correct"),
+        ("0.4", "correct"),  # 1 decimal: within 0.1
+        ("0.6", "slip"),
+        ("4.26e-1", "correct"),  # 3 decimals as written
+        ("1", "slip"),  # an integer: within 0.5
+        ("0", "correct"),
+    ],
+)
 def test_tolerance_follows_the_decimals_written(check, written, verdict):
-    text = '{"Q": [[1.00, 1.00, 1.00, 1.00], [%s, 1.77, 0.43, 1.77], [0.96, 0.79, 0.96, 0.79]]}' % written
+    text = '{"Q": [[1.00, 1.00, 1.00, 1.00], [' + written + ", 1.77, 0.43, 1.77], [0.96, 0.79, 0.96, 0.79]]}"
     code, report, _ = check(text)
     assert verdicts(report, "Q")[1, 0] == verdict
     assert code == (0 if verdict == "correct" else 1)
@@ -210,8 +219,10 @@ def test_plain_text_worksheet_gives_the_same_report(check, truth):
     q[1, 0] += 0.5
     s = r3(q @ r3(t["K"]).T)
     rows = lambda m: "\n".join("  " + "  ".join(f"{x:.3f}" for x in row) for row in m)  # noqa: E731
-    text = (f"# my worksheet for 我 爱 你\nQ =   # queries\n{rows(q)}\n\nK =\n{rows(r3(t['K']))}\n"
-            f"S = {'; '.join(' '.join(f'{x:.3f}' for x in row) for row in s)}\n")
+    text = (
+        f"# my worksheet for 我 爱 你\nQ =   # queries\n{rows(q)}\n\nK =\n{rows(r3(t['K']))}\n"
+        f"S = {'; '.join(' '.join(f'{x:.3f}' for x in row) for row in s)}\n"
+    )
     code, plain, _ = check(text, name="w.txt")
     _, js, _ = check(sheet({"Q": q, "K": t["K"], "S": s}))
     assert code == 1 and plain == js
@@ -224,8 +235,9 @@ def test_plain_text_heads_and_blocked_cells(check, truth):
     code, report, _ = check(text, *CAUSAL, name="w.txt")
     assert code == 0 and report["tensors"]["S_masked"]["yours"][0][1] == "-inf"
     h = truth(*HEADS)["S"]
-    text = "".join(f"S[{k}] =\n" + "\n".join(" ".join(f"{x:.2f}" for x in row) for row in h[k]) + "\n\n"
-                   for k in range(2))
+    text = "".join(
+        f"S[{k}] =\n" + "\n".join(" ".join(f"{x:.2f}" for x in row) for row in h[k]) + "\n\n" for k in range(2)
+    )
     assert check(text, *HEADS, name="h.txt")[0] == 0
 
 
@@ -276,18 +288,21 @@ def test_encoder_names_are_checked_too(cli, tmp_path):
 
 
 # ---- bad worksheets ----------------------------------------------------------------------------
-@pytest.mark.parametrize("text, fragments", [
-    ('{"Qq": [[1]]}', ["Qq", "one of X, PE, H, Q, K, V, S, S_scaled, M, S_masked, A, O, Z"]),
-    ('{"Q": [[1, 1, 1, 1], [1, 1, 1, 1]]}', ["w.json: Q", "a 3×4 tensor", "found 2×4"]),
-    ('{"Q": [[1, 1, 1, 1], [1, 1, "abc", 1], [1, 1, 1, 1]]}', ["w.json: Q[1][2]", "a number", "'abc'"]),
-    ('{"Q": [[1, 1, 1, 1], [1, 1, 1], [1, 1, 1, 1]]}', ["w.json: Q[1]", "4 numbers like"]),
-    ('{"Q": [[1, 1, 1, 1], ', ["w.json", "valid JSON", "line 1"]),
-    ('{"Q": [[NaN, 1, 1, 1]]}', ["w.json", "finite numbers", "NaN"]),
-    ('[1, 2]', ["w.json", "an object of tensors"]),
-    ("", ["w.json", "an empty file"]),
-    ("Q =\n1 1 1 1\n1 x 1 1\n", ["Q[1][1] (line 3)", "a number", "'x'"]),
-    ("1 2 3\n", ["line 1", "a header such as `Q =`"]),
-])
+@pytest.mark.parametrize(
+    "text, fragments",
+    [
+        ('{"Qq": [[1]]}', ["Qq", "one of X, PE, H, Q, K, V, S, S_scaled, M, S_masked, A, O, Z"]),
+        ('{"Q": [[1, 1, 1, 1], [1, 1, 1, 1]]}', ["w.json: Q", "a 3×4 tensor", "found 2×4"]),
+        ('{"Q": [[1, 1, 1, 1], [1, 1, "abc", 1], [1, 1, 1, 1]]}', ["w.json: Q[1][2]", "a number", "'abc'"]),
+        ('{"Q": [[1, 1, 1, 1], [1, 1, 1], [1, 1, 1, 1]]}', ["w.json: Q[1]", "4 numbers like"]),
+        ('{"Q": [[1, 1, 1, 1], ', ["w.json", "valid JSON", "line 1"]),
+        ('{"Q": [[NaN, 1, 1, 1]]}', ["w.json", "finite numbers", "NaN"]),
+        ("[1, 2]", ["w.json", "an object of tensors"]),
+        ("", ["w.json", "an empty file"]),
+        ("Q =\n1 1 1 1\n1 x 1 1\n", ["Q[1][1] (line 3)", "a number", "'x'"]),
+        ("1 2 3\n", ["line 1", "a header such as `Q =`"]),
+    ],
+)
 def test_bad_worksheets_exit_2_with_one_line(check, text, fragments):
     code, _, result = check(text)
     assert_bad(result, *fragments)

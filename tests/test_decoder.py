@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from attncalc.build_layers import build
-from attncalc.fixture import Fixture
 from conftest import doc
+
+from attncalc.core.build_layers import build
+from attncalc.core.fixture import Fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ["I", "love", "you", "</s>"]
@@ -29,6 +29,7 @@ def woaini() -> dict:
 
 
 # ---------------------------------------------------------------- the bundled example
+
 
 def test_woaini_json_is_exactly_what_the_script_makes():
     text = (resources.files("attncalc") / "examples" / "woaini.json").read_text(encoding="utf-8")
@@ -72,8 +73,9 @@ def test_woaini_decoder_by_hand(cli):
     # <s> = 0, so D[<s>] = PE[0]; it sees only itself: R1 = D − 0.5·D, LayerNorm → ±1
     np.testing.assert_allclose(t["D"][0], [0, 1, 0, 1], atol=1e-15)
     np.testing.assert_allclose(t["dec.0.R1"][0], [0, 0.5, 0, 0.5], atol=1e-15)
-    np.testing.assert_allclose(t["dec.0.D1"][0], np.array([-1, 1, -1, 1]) / np.sqrt(1 + 1e-5 / 0.25 ** 2),
-                               atol=1e-12)  # σ² = 0.25²
+    np.testing.assert_allclose(
+        t["dec.0.D1"][0], np.array([-1, 1, -1, 1]) / np.sqrt(1 + 1e-5 / 0.25**2), atol=1e-12
+    )  # σ² = 0.25²
     # the FFN is a lookup table: one hidden unit per input word survives the ReLU ...
     u = np.array(t["dec.0.U_act"])
     assert [list(np.flatnonzero(r)) for r in u] == [[1], [3], [0], [2]]
@@ -130,18 +132,26 @@ def test_prediction_table_marks_a_wrong_guess(cli, tmp_path):
     assert "  0  <s>    you    I ✗          0.849     0.013" in out
 
 
-@pytest.mark.parametrize("stage,cell,lines", [
-    ("encoder", "enc.0.H1:我,0", ["enc.0.H1[我, 0] = x̂×γ + β = 0.414×1 + 0 = 0.414",
-                                  "μ = (2.173 + 2.110 + 1.343 + 2.405) / 4 = 2.008",
-                                  "σ² = ((2.173 − 2.008)² + (2.110 − 2.008)²",
-                                  "x̂ = (2.173 − 2.008) / √(0.160 + 0.00001) = 0.414"]),
-    ("encoder", "enc.0.U_act:爱,2", ["enc.0.U_act[爱, 2] = relu(-1.603) = 0.000"]),
-    ("encoder", "enc.0.R1:我,0", ["enc.0.R1[我, 0] = 1.000 + 1.173 = 2.173"]),
-    ("decoder", "nll:<s>→I", ["nll[<s>→I] = − log(p(I)) = − log(0.849) = 0.164",
-                              "the label at position 0 is I"]),
-    ("decoder", "loss", ["loss = (0.164 + 0.158 + 0.101 + 0.182) / 4 = 0.151"]),
-    ("decoder", "dec.0.F:I,1", ["dec.0.F[I, 1] = 0.000×3 + 0.000×(-3) + 0.000×(-3) + 0.330×(-3) = -0.991"]),
-])
+@pytest.mark.parametrize(
+    "stage,cell,lines",
+    [
+        (
+            "encoder",
+            "enc.0.H1:我,0",
+            [
+                "enc.0.H1[我, 0] = x̂×γ + β = 0.414×1 + 0 = 0.414",
+                "μ = (2.173 + 2.110 + 1.343 + 2.405) / 4 = 2.008",
+                "σ² = ((2.173 − 2.008)² + (2.110 − 2.008)²",
+                "x̂ = (2.173 − 2.008) / √(0.160 + 0.00001) = 0.414",
+            ],
+        ),
+        ("encoder", "enc.0.U_act:爱,2", ["enc.0.U_act[爱, 2] = relu(-1.603) = 0.000"]),
+        ("encoder", "enc.0.R1:我,0", ["enc.0.R1[我, 0] = 1.000 + 1.173 = 2.173"]),
+        ("decoder", "nll:<s>→I", ["nll[<s>→I] = − log(p(I)) = − log(0.849) = 0.164", "the label at position 0 is I"]),
+        ("decoder", "loss", ["loss = (0.164 + 0.158 + 0.101 + 0.182) / 4 = 0.151"]),
+        ("decoder", "dec.0.F:I,1", ["dec.0.F[I, 1] = 0.000×3 + 0.000×(-3) + 0.000×(-3) + 0.330×(-3) = -0.991"]),
+    ],
+)
 def test_layer_cells_explained(cli, stage, cell, lines):
     out = cli(stage, "--example", "woaini", "-f", "table", "--cell", cell).stdout
     for line in lines:
@@ -158,6 +168,7 @@ def test_layer_norm_cell_in_json_and_latex(cli):
 
 # ---------------------------------------------------------------- missing weights: exit 2, one line
 
+
 def _without(path_keys):
     fx = woaini()
     cur = fx
@@ -167,14 +178,17 @@ def _without(path_keys):
     return fx
 
 
-@pytest.mark.parametrize("keys,fragments", [
-    (["encoder", "layers", 0, "ffn"], ["encoder.layers[0].ffn", "ffn weights of layer 0", "missing"]),
-    (["decoder", "layers", 0, "ffn"], ["decoder.layers[0].ffn", "ffn weights of layer 0", "missing"]),
-    (["decoder", "layers", 0, "cross_attention"], ["decoder.layers[0].cross_attention", "layer 0", "missing"]),
-    (["decoder", "layers", 0, "ffn", "W2"], ["decoder.layers[0].ffn.W2", "4 × 4", "missing"]),
-    (["output", "W"], ["output.W", "4 × 8", "tied", "missing"]),
-    (["decoder"], ["decoder.layers", "at least one layer", "missing"]),
-])
+@pytest.mark.parametrize(
+    "keys,fragments",
+    [
+        (["encoder", "layers", 0, "ffn"], ["encoder.layers[0].ffn", "ffn weights of layer 0", "missing"]),
+        (["decoder", "layers", 0, "ffn"], ["decoder.layers[0].ffn", "ffn weights of layer 0", "missing"]),
+        (["decoder", "layers", 0, "cross_attention"], ["decoder.layers[0].cross_attention", "layer 0", "missing"]),
+        (["decoder", "layers", 0, "ffn", "W2"], ["decoder.layers[0].ffn.W2", "4 × 4", "missing"]),
+        (["output", "W"], ["output.W", "4 × 8", "tied", "missing"]),
+        (["decoder"], ["decoder.layers", "at least one layer", "missing"]),
+    ],
+)
 def test_missing_weight_names_layer_and_key(cli, tmp_path, keys, fragments):
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(_without(keys), ensure_ascii=False), encoding="utf-8")

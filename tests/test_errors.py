@@ -25,6 +25,7 @@ def _set(path, value):
         for key in path[:-1]:
             cur = cur[key]
         cur[path[-1]] = value
+
     return change
 
 
@@ -34,6 +35,7 @@ def _delete(path):
         for key in path[:-1]:
             cur = cur[key]
         del cur[path[-1]]
+
     return change
 
 
@@ -49,18 +51,27 @@ def assert_bad(result, *fragments):
 FIXTURE_CASES = {
     "wrong shape": (_set(["attention", "Wq"], [[0.5, 0, 0.5, 0]] * 3), ["attention.Wq", "4 × any", "3 × 4"]),
     "wrong kv shape": (_set(["attention", "Wk"], [[0.5, 0, 0.5]] * 4), ["attention.Wk", "4 × 4", "4 × 3"]),
-    "string in matrix": (_set(["attention", "Wk"], [[0, 0.5, 0, 0.5], [0.5, 0, "x", 0], [0] * 4, [0] * 4]),
-                         ["attention.Wk[1][2]", "expected a number", "'x'"]),
-    "NaN in matrix": (_set(["embedding"], [[float("nan"), 0, 1, 0]] + woaini()["embedding"][1:]),
-                      ["embedding[0][0]", "finite number", "nan"]),
+    "string in matrix": (
+        _set(["attention", "Wk"], [[0, 0.5, 0, 0.5], [0.5, 0, "x", 0], [0] * 4, [0] * 4]),
+        ["attention.Wk[1][2]", "expected a number", "'x'"],
+    ),
+    "NaN in matrix": (
+        _set(["embedding"], [[float("nan"), 0, 1, 0]] + woaini()["embedding"][1:]),
+        ["embedding[0][0]", "finite number", "nan"],
+    ),
     "unknown token": (_set(["source"], ["我", "猫"]), ["source[1]", "a token of the vocab", "'猫'"]),
     "missing weight": (_delete(["attention", "Wk"]), ["attention.Wk", "4 × 4", "missing"]),
-    "ragged matrix": (_set(["attention", "Wv"], [[1, 0, 0, 0], [0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 1]]),
-                      ["attention.Wv[1]", "4 entries", "3"]),
+    "ragged matrix": (
+        _set(["attention", "Wv"], [[1, 0, 0, 0], [0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 1]]),
+        ["attention.Wv[1]", "4 entries", "3"],
+    ),
     "d_model not a number": (_set(["d_model"], "x"), ["d_model", "an integer", "'x'"]),
     "heads not dividing": (_set(["attention", "heads"], 3), ["attention.Wq", "divisible by heads = 3", "4"]),
     "bad position type": (_set(["position", "type"], "spiral"), ["position.type", "sinusoidal", "'spiral'"]),
-    "vocab not unique": (_set(["vocab"], ["我", "我", "你", "I", "love", "you", "<s>", "</s>"]), ["vocab[1]", "unique"]),
+    "vocab not unique": (
+        _set(["vocab"], ["我", "我", "你", "I", "love", "you", "<s>", "</s>"]),
+        ["vocab[1]", "unique"],
+    ),
 }
 
 
@@ -80,8 +91,7 @@ def test_bad_fixture_in_a_pipe_document(cli, case):
 
 
 def test_the_hooks_d_model_check(cli):
-    assert_bad(cli("qkv", "-f", "json", input='{"attncalc": 1, "fixture": {"d_model": "x"}}'),
-               "fixture.d_model", "'x'")
+    assert_bad(cli("qkv", "-f", "json", input='{"attncalc": 1, "fixture": {"d_model": "x"}}'), "fixture.d_model", "'x'")
 
 
 def test_unreadable_file(cli, tmp_path):
@@ -91,52 +101,61 @@ def test_unreadable_file(cli, tmp_path):
     assert_bad(cli("qkv", "--fixture", tmp_path / "latin1.json"), "UTF-8")
 
 
-@pytest.mark.parametrize("text,fragments", [
-    ("{bad json", ["<stdin>", "valid JSON", "line 1"]),
-    ("[1, 2]", ["a JSON object", "list"]),
-    ('{"attncalc": 1, "fixture": {}, "tensors": {"A": [[1, "x"]]}}', ["tensors.A[0][1]", "a number"]),
-    ('{"attncalc": 2, "fixture": {}}', ["version 1"]),
-    ('{"hello": 1}', ["pipe document", "hello"]),
-    ('{"attncalc": 1, "fixture": ' + json.dumps(woaini()) + ', "tensors": {"X": [[1, 2], [3, 4]]}}',
-     ["tensors.X", "3 × 4", "2 × 2"]),
-])
+@pytest.mark.parametrize(
+    "text,fragments",
+    [
+        ("{bad json", ["<stdin>", "valid JSON", "line 1"]),
+        ("[1, 2]", ["a JSON object", "list"]),
+        ('{"attncalc": 1, "fixture": {}, "tensors": {"A": [[1, "x"]]}}', ["tensors.A[0][1]", "a number"]),
+        ('{"attncalc": 2, "fixture": {}}', ["version 1"]),
+        ('{"hello": 1}', ["pipe document", "hello"]),
+        (
+            '{"attncalc": 1, "fixture": ' + json.dumps(woaini()) + ', "tensors": {"X": [[1, 2], [3, 4]]}}',
+            ["tensors.X", "3 × 4", "2 × 2"],
+        ),
+    ],
+)
 def test_bad_documents(cli, text, fragments):
     assert_bad(cli("attend", "-f", "json", input=text), *fragments)
 
 
-@pytest.mark.parametrize("args,fragments", [
-    (["softmax", "--scores", "1 2; 3"], ["--scores row 2", "2 numbers", "1"]),
-    (["softmax", "--scores", "1 x 3"], ["--scores row 1, number 2", "a number", "'x'"]),
-    (["softmax", "--scores", "1 nan 3"], ["finite number"]),
-    (["softmax", "--scores", "[[1, 2], [3]]"], ["--scores[1]", "2 entries"]),
-    (["softmax", "--scores", "[[1, 2"], ["--scores", "invalid JSON"]),
-    (["softmax", "--scores", ""], ["--scores", "empty"]),
-    (["qkv", "--x", "1 2 3", "--wq", "1 0; 0 1"], ["attention.Wq", "3 × any", "2 × 2"]),
-    (["softmax", "--example", "woaini", "--cell", "5,0"], ["--cell", "0 to 2", "5"]),
-    (["softmax", "--example", "woaini", "--cell", "猫,0"], ["--cell", "我, 爱, 你", "'猫'"]),
-    (["softmax", "--example", "woaini", "--cell", "1"], ["--cell", "ROW,COL"]),
-    (["softmax", "--example", "woaini", "--cell", "Q9:1,1"], ["--cell", "'Q9'"]),
-    (["softmax", "--example", "nope"], ["--example", "woaini", "'nope'"]),
-    (["softmax", "--example", "woaini", "-f", "yaml"], ["--format", "'yaml'"]),
-    (["softmax", "--example", "woaini", "--kind", "sideways"], ["--kind", "causal", "'sideways'"]),
-    (["softmax", "--example", "woaini", "--set", "position.type"], ["--set", "KEY=VALUE"]),
-    (["softmax", "--example", "woaini", "--set", "vocab.x.y=1"], ["--set vocab.x.y"]),
-    (["softmax", "--example", "woaini", "--only", "Q,Nope"], ["--only", "'Nope'"]),
-    (["softmax"], ["--example NAME", "nothing on standard input"]),
-    (["softmax", "--foo"], ["No such option", "--foo", "attncalc softmax --help"]),
-    (["softmax", "-p", "x"], ["--precision", "'x'"]),
-    (["softmax", "--scale", "nan"], ["--scale"]),
-    (["nosuch"], ["No such command", "'nosuch'"]),
-    (["softmax", "--example", "woaini", "--fixture", "x.json"], ["one of --example"]),
-])
+@pytest.mark.parametrize(
+    "args,fragments",
+    [
+        (["softmax", "--scores", "1 2; 3"], ["--scores row 2", "2 numbers", "1"]),
+        (["softmax", "--scores", "1 x 3"], ["--scores row 1, number 2", "a number", "'x'"]),
+        (["softmax", "--scores", "1 nan 3"], ["finite number"]),
+        (["softmax", "--scores", "[[1, 2], [3]]"], ["--scores[1]", "2 entries"]),
+        (["softmax", "--scores", "[[1, 2"], ["--scores", "invalid JSON"]),
+        (["softmax", "--scores", ""], ["--scores", "empty"]),
+        (["qkv", "--x", "1 2 3", "--wq", "1 0; 0 1"], ["attention.Wq", "3 × any", "2 × 2"]),
+        (["softmax", "--example", "woaini", "--cell", "5,0"], ["--cell", "0 to 2", "5"]),
+        (["softmax", "--example", "woaini", "--cell", "猫,0"], ["--cell", "我, 爱, 你", "'猫'"]),
+        (["softmax", "--example", "woaini", "--cell", "1"], ["--cell", "ROW,COL"]),
+        (["softmax", "--example", "woaini", "--cell", "Q9:1,1"], ["--cell", "'Q9'"]),
+        (["softmax", "--example", "nope"], ["--example", "woaini", "'nope'"]),
+        (["softmax", "--example", "woaini", "-f", "yaml"], ["--format", "'yaml'"]),
+        (["softmax", "--example", "woaini", "--kind", "sideways"], ["--kind", "causal", "'sideways'"]),
+        (["softmax", "--example", "woaini", "--set", "position.type"], ["--set", "KEY=VALUE"]),
+        (["softmax", "--example", "woaini", "--set", "vocab.x.y=1"], ["--set vocab.x.y"]),
+        (["softmax", "--example", "woaini", "--only", "Q,Nope"], ["--only", "'Nope'"]),
+        (["softmax"], ["--example NAME", "nothing on standard input"]),
+        (["softmax", "--foo"], ["No such option", "--foo", "attncalc softmax --help"]),
+        (["softmax", "-p", "x"], ["--precision", "'x'"]),
+        (["softmax", "--scale", "nan"], ["--scale"]),
+        (["nosuch"], ["No such command", "'nosuch'"]),
+        (["softmax", "--example", "woaini", "--fixture", "x.json"], ["one of --example"]),
+    ],
+)
 def test_bad_options(cli, args, fragments):
     assert_bad(cli(*args), *fragments)
 
 
 def test_no_input_at_a_terminal_does_not_wait():
     pexpect = pytest.importorskip("pexpect")
-    child = pexpect.spawn(sys.executable, ["-m", "attncalc", "qkv"], env={**os.environ, "NO_COLOR": "1"},
-                          encoding="utf-8", timeout=20)
+    child = pexpect.spawn(
+        sys.executable, ["-m", "attncalc", "qkv"], env={**os.environ, "NO_COLOR": "1"}, encoding="utf-8", timeout=20
+    )
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 2
@@ -144,6 +163,7 @@ def test_no_input_at_a_terminal_does_not_wait():
 
 
 def test_debug_shows_the_traceback():
-    run = subprocess.run([sys.executable, "-m", "attncalc", "softmax", "--scores", "1 x", "--debug"],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "attncalc", "softmax", "--scores", "1 x", "--debug"], capture_output=True, text=True
+    )
     assert run.returncode != 0 and "Traceback" in run.stderr

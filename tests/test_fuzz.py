@@ -24,8 +24,9 @@ ENV = {"NO_COLOR": "1", "COLUMNS": "80", "ATTNCALC_DEBUG": None}
 # that many fresh random examples per test instead.
 MORE = int(os.environ.get("ATTNCALC_FUZZ", "0"))
 FUZZ = settings(max_examples=MORE or 60, derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck))
-PROPERTY = settings(max_examples=MORE or 30, derandomize=not MORE, deadline=None,
-                    suppress_health_check=list(HealthCheck))
+PROPERTY = settings(
+    max_examples=MORE or 30, derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck)
+)
 WOAINI = json.loads((resources.files("attncalc") / "examples" / "woaini.json").read_text(encoding="utf-8"))
 
 
@@ -52,11 +53,17 @@ def clean(result, fmt="json"):
 
 # ---- random values --------------------------------------------------------------------------
 
-SCALARS = (st.none() | st.booleans() | st.integers(-10 ** 20, 10 ** 20) | st.floats() |
-           st.sampled_from([1e308, -1e308, 1e-320, 0.0, -0.0, 1e200, "-inf", "inf", "NaN", "", "我", "<s>", "3"]) |
-           st.text(max_size=6))
-JSONISH = st.recursive(SCALARS, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c,
-                                                                                     max_size=4), max_leaves=12)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats()
+    | st.sampled_from([1e308, -1e308, 1e-320, 0.0, -0.0, 1e200, "-inf", "inf", "NaN", "", "我", "<s>", "3"])
+    | st.text(max_size=6)
+)
+JSONISH = st.recursive(
+    SCALARS, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c, max_size=4), max_leaves=12
+)
 
 
 def paths(value, prefix=()):
@@ -102,6 +109,7 @@ def stage_run(data, stdin_text=None, extra=()):
 
 # ---- the readers, through the commands --------------------------------------------------------
 
+
 @FUZZ
 @given(st.data())
 def test_mutated_fixtures(data):
@@ -122,12 +130,14 @@ def test_mutated_fixtures(data):
 @FUZZ
 @given(st.data())
 def test_random_pipe_documents(data):
-    doc = {"attncalc": data.draw(st.sampled_from([1, 1, 1, 2, "1", None, 1.0])),
-           "fixture": mutate(data, WOAINI) if data.draw(st.booleans()) else data.draw(JSONISH),
-           "tensors": data.draw(st.dictionaries(st.sampled_from(TENSORS + ["junk", "enc.0.H1"]), JSONISH,
-                                                max_size=4)),
-           "options": data.draw(st.dictionaries(st.sampled_from(["kind", "scale", "block", "x"]), JSONISH,
-                                                max_size=2) | JSONISH)}
+    doc = {
+        "attncalc": data.draw(st.sampled_from([1, 1, 1, 2, "1", None, 1.0])),
+        "fixture": mutate(data, WOAINI) if data.draw(st.booleans()) else data.draw(JSONISH),
+        "tensors": data.draw(st.dictionaries(st.sampled_from(TENSORS + ["junk", "enc.0.H1"]), JSONISH, max_size=4)),
+        "options": data.draw(
+            st.dictionaries(st.sampled_from(["kind", "scale", "block", "x"]), JSONISH, max_size=2) | JSONISH
+        ),
+    }
     for key in data.draw(st.lists(st.sampled_from(list(doc)), max_size=2)):
         doc.pop(key, None)
     stage_run(data, stdin_text=json.dumps(doc, ensure_ascii=False, allow_nan=True))
@@ -152,14 +162,27 @@ def test_random_text_on_stdin(text):
     clean(invoke(["softmax", "-f", "json"], input=text))
 
 
-LITERAL = st.one_of(st.text(alphabet="0123456789 .,;-+eE[]()\nnaifNI_", max_size=30), st.text(max_size=12),
-                    arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 4)),
-                           elements=st.floats(-1e3, 1e3)).map(lambda a: "; ".join(" ".join(map(repr, r)) for r in a)))
+LITERAL = st.one_of(
+    st.text(alphabet="0123456789 .,;-+eE[]()\nnaifNI_", max_size=30),
+    st.text(max_size=12),
+    arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 4)), elements=st.floats(-1e3, 1e3)).map(
+        lambda a: "; ".join(" ".join(map(repr, r)) for r in a)
+    ),
+)
 
 
 @FUZZ
-@given(st.data(), st.lists(st.tuples(st.sampled_from(["--scores", "--x", "--wq", "--wk", "--wv", "--wo", "--q",
-                                                      "--k", "--v", "--weights"]), LITERAL), min_size=1, max_size=4))
+@given(
+    st.data(),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["--scores", "--x", "--wq", "--wk", "--wv", "--wo", "--q", "--k", "--v", "--weights"]),
+            LITERAL,
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
 def test_inline_literals(data, options):
     args = [part for opt, text in dict(options).items() for part in (opt, text)]
     extra = data.draw(st.sampled_from([[], ["--heads", "2"], ["--kind", "causal"], ["--example", "woaini"]]))
@@ -168,6 +191,7 @@ def test_inline_literals(data, options):
 
 
 # ---- properties -------------------------------------------------------------------------------
+
 
 def matrix(rows, cols, lo=-50.0, hi=50.0):
     return arrays(np.float64, st.tuples(rows, cols), elements=st.floats(lo, hi))
@@ -195,13 +219,34 @@ def test_outputs_are_convex_combinations_of_value_rows(data, n, heads, dk):
     x = data.draw(matrix(st.just(n), st.just(d), -5, 5))
     wq, wk, wv = (data.draw(matrix(st.just(d), st.just(k * dk), -3, 3)) for k in (h, g, g))
     kind = data.draw(st.sampled_from(["none", "causal"]))
-    d_out = clean(invoke(["attend", "--x", literal(x), "--wq", literal(wq), "--wk", literal(wk), "--wv", literal(wv),
-                          "--heads", h, "--kv-heads", g, "--kind", kind, "-f", "json"]))
+    d_out = clean(
+        invoke(
+            [
+                "attend",
+                "--x",
+                literal(x),
+                "--wq",
+                literal(wq),
+                "--wk",
+                literal(wk),
+                "--wv",
+                literal(wv),
+                "--heads",
+                h,
+                "--kv-heads",
+                g,
+                "--kind",
+                kind,
+                "-f",
+                "json",
+            ]
+        )
+    )
     t = {k: np.array(v, float) for k, v in d_out["tensors"].items()}
     o, v = t["O"], t["V"]  # O [n, h·dk]; head i reads the columns of KV head i // (h/g)
     for i in range(h):
         kv = i // (h // g)
-        oi, vi = o[:, i * dk:(i + 1) * dk], v[:, kv * dk:(kv + 1) * dk]
+        oi, vi = o[:, i * dk : (i + 1) * dk], v[:, kv * dk : (kv + 1) * dk]
         tol = 1e-9 * max(1.0, np.abs(vi).max())
         assert (oi >= vi.min(axis=0) - tol).all() and (oi <= vi.max(axis=0) + tol).all()
     if kind == "causal":  # the first query sees only the first key: its output is V's first row
@@ -212,8 +257,21 @@ SOURCE = st.lists(st.sampled_from(["我", "爱", "你", "I", "love", "you"]), mi
 
 
 def run_source(tokens, position, stage="attend"):
-    out = clean(invoke([stage, "--example", "woaini", "--set", f"position.type={position}", "--set",
-                        "source=" + json.dumps(tokens, ensure_ascii=False), "-f", "json"]))
+    out = clean(
+        invoke(
+            [
+                stage,
+                "--example",
+                "woaini",
+                "--set",
+                f"position.type={position}",
+                "--set",
+                "source=" + json.dumps(tokens, ensure_ascii=False),
+                "-f",
+                "json",
+            ]
+        )
+    )
     return {k: np.array(v, float) for k, v in out["tensors"].items()}
 
 
@@ -249,6 +307,7 @@ def test_the_encoder_is_permutation_equivariant_too():
 
 # ---- what fuzzing found, kept as plain cases --------------------------------------------------
 
+
 def _with(path, value):
     fx = copy.deepcopy(WOAINI)
     cur = fx
@@ -259,17 +318,31 @@ def _with(path, value):
 
 
 FOUND = {  # stage, document on stdin, what the one line must name
-    "a cell that is a list among numbers": ("embed", {"attncalc": 1, "fixture": _with(["embedding", 7, 1], [])},
-                                           "embedding[7][1]"),
-    "NaN in a field the stage never reads": ("embed", {"attncalc": 1, "fixture": _with(["attention", "Wq", 0, 0],
-                                                                                      float("nan"))},
-                                             "attention.Wq[0][0]"),
-    "an integer no float can hold": ("qkv", {"attncalc": 1, "fixture": _with(["attention", "Wq", 0, 0], 10 ** 400)},
-                                     "attention.Wq[0][0]"),
-    "a number as a whole tensor": ("softmax", {"attncalc": 1, "fixture": WOAINI, "tensors": {"S_masked": 5}},
-                                   "tensors.S_masked"),
-    "an embed_scale beyond float64": ("embed", {"attncalc": 1, "fixture": _with(["embed_scale"], 10 ** 400)},
-                                      "embed_scale"),
+    "a cell that is a list among numbers": (
+        "embed",
+        {"attncalc": 1, "fixture": _with(["embedding", 7, 1], [])},
+        "embedding[7][1]",
+    ),
+    "NaN in a field the stage never reads": (
+        "embed",
+        {"attncalc": 1, "fixture": _with(["attention", "Wq", 0, 0], float("nan"))},
+        "attention.Wq[0][0]",
+    ),
+    "an integer no float can hold": (
+        "qkv",
+        {"attncalc": 1, "fixture": _with(["attention", "Wq", 0, 0], 10**400)},
+        "attention.Wq[0][0]",
+    ),
+    "a number as a whole tensor": (
+        "softmax",
+        {"attncalc": 1, "fixture": WOAINI, "tensors": {"S_masked": 5}},
+        "tensors.S_masked",
+    ),
+    "an embed_scale beyond float64": (
+        "embed",
+        {"attncalc": 1, "fixture": _with(["embed_scale"], 10**400)},
+        "embed_scale",
+    ),
 }
 
 

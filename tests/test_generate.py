@@ -5,17 +5,31 @@ import json
 
 import numpy as np
 import pytest
-
-from attncalc.build import Options
-from attncalc.build_layers import build
-from attncalc.decoding import Model, Settings, choose, generate, softmax, top_k_keep, top_p_keep
-from attncalc.errors import InputError
-from attncalc.fixture import Fixture
 from conftest import doc
 
+from attncalc.core.build import Options
+from attncalc.core.build_layers import build
+from attncalc.core.fixture import Fixture
+from attncalc.decoding import Model, Settings, choose, generate, softmax, top_k_keep, top_p_keep
+from attncalc.errors import InputError
 
-def random_fixture(seed, d=8, heads=2, kv_heads=None, layers=2, dff=16, vocab=10, decoder_only=False,
-                   position="sinusoidal", norm="layernorm", norm_first=False, act="relu", src=4, scale=0.2):
+
+def random_fixture(
+    seed,
+    d=8,
+    heads=2,
+    kv_heads=None,
+    layers=2,
+    dff=16,
+    vocab=10,
+    decoder_only=False,
+    position="sinusoidal",
+    norm="layernorm",
+    norm_first=False,
+    act="relu",
+    src=4,
+    scale=0.2,
+):
     """A random model as a fixture ([in, out] weights, every bias), encoder–decoder or decoder-only."""
     rng = np.random.default_rng(seed)
     kv, dk = kv_heads or heads, d // heads
@@ -25,8 +39,18 @@ def random_fixture(seed, d=8, heads=2, kv_heads=None, layers=2, dff=16, vocab=10
         return (rng.standard_normal(shape) * scale).tolist()
 
     def attn():
-        return {"heads": heads, "kv_heads": kv, "Wq": r(d, heads * dk), "Wk": r(d, kv * dk), "Wv": r(d, kv * dk),
-                "Wo": r(heads * dk, d), "bq": r(heads * dk), "bk": r(kv * dk), "bv": r(kv * dk), "bo": r(d)}
+        return {
+            "heads": heads,
+            "kv_heads": kv,
+            "Wq": r(d, heads * dk),
+            "Wk": r(d, kv * dk),
+            "Wv": r(d, kv * dk),
+            "Wo": r(heads * dk, d),
+            "bq": r(heads * dk),
+            "bk": r(kv * dk),
+            "bv": r(kv * dk),
+            "bo": r(d),
+        }
 
     def norm_():
         return {"gamma": (1 + 0.1 * rng.standard_normal(d)).tolist(), "beta": r(d)}
@@ -34,8 +58,12 @@ def random_fixture(seed, d=8, heads=2, kv_heads=None, layers=2, dff=16, vocab=10
     def stack(cross):
         out = {"norm": norm, "norm_first": norm_first, "activation": act, "layers": []}
         for _ in range(layers):
-            layer = {"self_attention": attn(), "ffn": {"W1": r(d, dff), "b1": r(dff), "W2": r(dff, d), "b2": r(d)},
-                     "norm1": norm_(), "norm2": norm_()}
+            layer = {
+                "self_attention": attn(),
+                "ffn": {"W1": r(d, dff), "b1": r(dff), "W2": r(dff, d), "b2": r(d)},
+                "norm1": norm_(),
+                "norm2": norm_(),
+            }
             if act == "swiglu":
                 layer["ffn"]["W3"] = r(d, dff)
             if cross:
@@ -45,10 +73,17 @@ def random_fixture(seed, d=8, heads=2, kv_heads=None, layers=2, dff=16, vocab=10
             out["final_norm"] = norm_()
         return out
 
-    fx = {"name": "random", "vocab": voc, "special": {"bos": "<s>", "eos": "</s>"}, "d_model": d,
-          "embedding": r(vocab, d), "position": {"type": position},
-          "source": [voc[i] for i in rng.integers(0, vocab - 2, src)],
-          "decoder": stack(not decoder_only), "output": {"W": r(d, vocab), "b": r(vocab)}}
+    fx = {
+        "name": "random",
+        "vocab": voc,
+        "special": {"bos": "<s>", "eos": "</s>"},
+        "d_model": d,
+        "embedding": r(vocab, d),
+        "position": {"type": position},
+        "source": [voc[i] for i in rng.integers(0, vocab - 2, src)],
+        "decoder": stack(not decoder_only),
+        "output": {"W": r(d, vocab), "b": r(vocab)},
+    }
     if position == "learned":
         fx["position"]["table"] = r(64, d)
     if not decoder_only:
@@ -65,20 +100,23 @@ def kept(mask):
     return sorted(np.flatnonzero(mask).tolist())
 
 
-@pytest.mark.parametrize("p,top_p,expected", [
-    ([0.5, 0.3, 0.2], 0.5, [0]),
-    ([0.5, 0.3, 0.2], 0.6, [0, 1]),
-    ([0.5, 0.3, 0.2], 0.8, [0, 1]),  # 0.5 + 0.3 reaches 0.8 exactly: the third is not needed
-    ([0.5, 0.3, 0.2], 0.81, [0, 1, 2]),
-    ([0.5, 0.3, 0.2], 1.0, [0, 1, 2]),
-    ([0.2, 0.5, 0.3], 0.7, [1, 2]),  # not in id order
-    ([0.9, 0.1], 0.01, [0]),  # the most likely token always stays
-    ([0.25, 0.25, 0.25, 0.25], 0.5, [0, 1]),  # ties: the smallest set, lower ids first
-    ([0.25, 0.25, 0.25, 0.25], 0.51, [0, 1, 2]),
-    ([0.1] * 10, 0.7, list(range(7))),  # 0.1 summed seven times is 0.7000000000000001 in floating point
-    ([0.1] * 10, 0.3, [0, 1, 2]),
-    ([0.6, 0.4, 0.0], 1.0, [0, 1]),  # p = 1 keeps every token that can be drawn, not those already removed
-])
+@pytest.mark.parametrize(
+    "p,top_p,expected",
+    [
+        ([0.5, 0.3, 0.2], 0.5, [0]),
+        ([0.5, 0.3, 0.2], 0.6, [0, 1]),
+        ([0.5, 0.3, 0.2], 0.8, [0, 1]),  # 0.5 + 0.3 reaches 0.8 exactly: the third is not needed
+        ([0.5, 0.3, 0.2], 0.81, [0, 1, 2]),
+        ([0.5, 0.3, 0.2], 1.0, [0, 1, 2]),
+        ([0.2, 0.5, 0.3], 0.7, [1, 2]),  # not in id order
+        ([0.9, 0.1], 0.01, [0]),  # the most likely token always stays
+        ([0.25, 0.25, 0.25, 0.25], 0.5, [0, 1]),  # ties: the smallest set, lower ids first
+        ([0.25, 0.25, 0.25, 0.25], 0.51, [0, 1, 2]),
+        ([0.1] * 10, 0.7, list(range(7))),  # 0.1 summed seven times is 0.7000000000000001 in floating point
+        ([0.1] * 10, 0.3, [0, 1, 2]),
+        ([0.6, 0.4, 0.0], 1.0, [0, 1]),  # p = 1 keeps every token that can be drawn, not those already removed
+    ],
+)
 def test_top_p_keeps_the_smallest_set_that_reaches_p(p, top_p, expected):
     assert kept(top_p_keep(np.array(p), top_p)) == expected
 
@@ -94,9 +132,17 @@ def test_top_p_on_random_vectors_is_minimal():
         assert p[mask].min() >= p[~mask].max(initial=0)  # and they are the most likely ones
 
 
-@pytest.mark.parametrize("logits,k,expected", [
-    ([1.0, 3.0, 2.0], 2, [1, 2]), ([1.0, 2.0, 2.0, 0.0], 2, [1, 2]), ([2.0, 2.0, 1.0], 1, [0, 1]),
-    ([1.0, 3.0, 2.0], 0, [0, 1, 2]), ([1.0, 3.0, 2.0], 5, [0, 1, 2]), ([1.0, 2.0, 2.0, 0.0], 3, [0, 1, 2])])
+@pytest.mark.parametrize(
+    "logits,k,expected",
+    [
+        ([1.0, 3.0, 2.0], 2, [1, 2]),
+        ([1.0, 2.0, 2.0, 0.0], 2, [1, 2]),
+        ([2.0, 2.0, 1.0], 1, [0, 1]),
+        ([1.0, 3.0, 2.0], 0, [0, 1, 2]),
+        ([1.0, 3.0, 2.0], 5, [0, 1, 2]),
+        ([1.0, 2.0, 2.0, 0.0], 3, [0, 1, 2]),
+    ],
+)
 def test_top_k_keeps_the_k_largest_and_ties_with_the_kth(logits, k, expected):
     assert kept(top_k_keep(np.array(logits), k)) == expected
 
@@ -121,11 +167,20 @@ def test_warpers_equal_hugging_face(temperature, top_k, top_p):
         np.testing.assert_allclose(c.p_sample, ref, atol=1e-12)
 
 
-@pytest.mark.parametrize("field,value,option", [
-    ("temperature", 0.0, "--temperature"), ("temperature", -1.0, "--temperature"),
-    ("temperature", float("nan"), "--temperature"), ("top_p", 0.0, "--top-p"), ("top_p", 1.5, "--top-p"),
-    ("top_k", -1, "--top-k"), ("max_new_tokens", 0, "--max-new-tokens"), ("strategy", "beam", "--strategy"),
-    ("seed", -3, "--seed")])
+@pytest.mark.parametrize(
+    "field,value,option",
+    [
+        ("temperature", 0.0, "--temperature"),
+        ("temperature", -1.0, "--temperature"),
+        ("temperature", float("nan"), "--temperature"),
+        ("top_p", 0.0, "--top-p"),
+        ("top_p", 1.5, "--top-p"),
+        ("top_k", -1, "--top-k"),
+        ("max_new_tokens", 0, "--max-new-tokens"),
+        ("strategy", "beam", "--strategy"),
+        ("seed", -3, "--seed"),
+    ],
+)
 def test_bad_settings_name_the_option(field, value, option):
     with pytest.raises(InputError, match=option):
         Settings(**{field: value}).check()
@@ -141,11 +196,13 @@ def run_both(raw, n=8, **settings):
     return a, b
 
 
-CASES = {"encoder-decoder": {}, "decoder-only llama": LLAMA,
-         "decoder-only alibi post-norm": dict(decoder_only=True, position="alibi", heads=4),
-         "learned positions, gelu, mqa": dict(position="learned", act="gelu", kv_heads=1),
-         "decoder-only, no positions, rmsnorm": dict(decoder_only=True, position="none", norm="rmsnorm",
-                                                     norm_first=True)}
+CASES = {
+    "encoder-decoder": {},
+    "decoder-only llama": LLAMA,
+    "decoder-only alibi post-norm": dict(decoder_only=True, position="alibi", heads=4),
+    "learned positions, gelu, mqa": dict(position="learned", act="gelu", kv_heads=1),
+    "decoder-only, no positions, rmsnorm": dict(decoder_only=True, position="none", norm="rmsnorm", norm_first=True),
+}
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -155,8 +212,9 @@ def test_cached_and_uncached_agree_on_every_tensor(case):
     for sa, sb in zip(a.steps, b.steps):
         assert list(sa.tensors) == list(sb.tensors)
         for name in sa.tensors:
-            np.testing.assert_allclose(sa.tensors[name].value, sb.tensors[name].value, rtol=0, atol=1e-12,
-                                       err_msg=f"step {sa.index} {name}")
+            np.testing.assert_allclose(
+                sa.tensors[name].value, sb.tensors[name].value, rtol=0, atol=1e-12, err_msg=f"step {sa.index} {name}"
+            )
             assert sa.tensors[name].rows == sb.tensors[name].rows, name
         assert sa.macs == sb.macs  # each mode predicts the other's multiply-adds exactly
     step = a.steps[3].tensors
@@ -179,7 +237,7 @@ def test_each_step_equals_the_teacher_forced_decoder_graph(case):
     a, _ = run_both(raw, n=5)
     raw = dict(raw, target=a.generated[:-1])  # the decoder stage on what was generated: its rows are the steps
     logits = build(Fixture(raw), "decoder", Options()).value("logits")
-    np.testing.assert_allclose(logits[-len(a.steps):], [s.logits for s in a.steps], atol=1e-12)
+    np.testing.assert_allclose(logits[-len(a.steps) :], [s.logits for s in a.steps], atol=1e-12)
 
 
 # ---- greedy decoding against PyTorch -----------------------------------------------------------
@@ -221,10 +279,23 @@ def torch_greedy(raw, n):
     emb, out_w, out_b = (np.asarray(raw[k] if k == "embedding" else raw["output"][k]) for k in ("embedding", "W", "b"))
     embed = lambda toks: torch.tensor(emb[[vocab.index(x) for x in toks]] + _sinusoidal(len(toks), d))[None]  # noqa
     only = "encoder" not in raw
-    kw = dict(dim_feedforward=dff, dropout=0.0, batch_first=True, dtype=f64, norm_first=only, activation="gelu"
-              if only else "relu")
-    dec_layers = [_load_layer(torch, (torch.nn.TransformerEncoderLayer if only else torch.nn.TransformerDecoderLayer)
-                              (d, heads, **kw), w, d) for w in raw["decoder"]["layers"]]
+    kw = dict(
+        dim_feedforward=dff,
+        dropout=0.0,
+        batch_first=True,
+        dtype=f64,
+        norm_first=only,
+        activation="gelu" if only else "relu",
+    )
+    dec_layers = [
+        _load_layer(
+            torch,
+            (torch.nn.TransformerEncoderLayer if only else torch.nn.TransformerDecoderLayer)(d, heads, **kw),
+            w,
+            d,
+        )
+        for w in raw["decoder"]["layers"]
+    ]
     if only:  # decoder-only: pre-norm RMSNorm layers, causal self-attention, a final norm
         for layer, w in zip(dec_layers, raw["decoder"]["layers"]):
             for k in (1, 2):
@@ -248,8 +319,11 @@ def torch_greedy(raw, n):
             y = embed(tokens)
             mask = torch.nn.Transformer.generate_square_subsequent_mask(len(tokens), dtype=f64)
             for layer in dec_layers:
-                y = layer(y, src_mask=mask, is_causal=True) if only else layer(y, memory, tgt_mask=mask,
-                                                                                 tgt_is_causal=True)
+                y = (
+                    layer(y, src_mask=mask, is_causal=True)
+                    if only
+                    else layer(y, memory, tgt_mask=mask, tgt_is_causal=True)
+                )
             y = final(y) if only else y
             logits = y[0, -1].numpy() @ out_w + out_b
             all_logits.append(logits)
@@ -262,8 +336,9 @@ def torch_greedy(raw, n):
 @pytest.mark.parametrize("kind", ["encoder-decoder", "decoder-only"])
 def test_greedy_equals_a_pytorch_decoding_loop(kind, seed):
     only = kind == "decoder-only"
-    raw = random_fixture(seed, decoder_only=only, **(dict(norm="rmsnorm", norm_first=True, act="gelu", scale=1.0)
-                                                      if only else {}))
+    raw = random_fixture(
+        seed, decoder_only=only, **(dict(norm="rmsnorm", norm_first=True, act="gelu", scale=1.0) if only else {})
+    )
     ours = generate(Model(raw), Settings(max_new_tokens=8), stop_at_eos=False)
     tokens, logits = torch_greedy(raw, 8)
     assert ours.generated == tokens and len(set(tokens)) > 1  # (a model that repeats one token would test less)
@@ -288,10 +363,16 @@ def test_woaini_table_walks_the_steps(cli):
     r = cli("generate", "--example", "woaini", "-f", "table")
     assert r.exit_code == 0, r.stderr
     out = r.stdout
-    for text in ("Step 0: input <s> at position 0 → I", "Step 3: input you at position 3 → </s>",
-                 "dec.0.self.k_new: the K rows the cache gains", "dec.0.self.A: weights over the cached positions",
-                 "dec.0.cross.A: weights over the source", "← argmax", "MACs with cache",
-                 "generated: I love you </s>"):
+    for text in (
+        "Step 0: input <s> at position 0 → I",
+        "Step 3: input you at position 3 → </s>",
+        "dec.0.self.k_new: the K rows the cache gains",
+        "dec.0.self.A: weights over the cached positions",
+        "dec.0.cross.A: weights over the source",
+        "← argmax",
+        "MACs with cache",
+        "generated: I love you </s>",
+    ):
         assert text in out, text
 
 
@@ -313,8 +394,12 @@ def test_cli_no_kv_cache_gives_the_same_document(cli, tmp_path):
     b = doc(cli("generate", "--fixture", path, "-n", "6", "--no-kv-cache", "-f", "json"))
     assert a["generated"] == b["generated"] and a["tensors"].keys() == b["tensors"].keys()
     for name in a["tensors"]:
-        np.testing.assert_allclose(np.array(a["tensors"][name], dtype=float), np.array(b["tensors"][name],
-                                   dtype=float), atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(
+            np.array(a["tensors"][name], dtype=float),
+            np.array(b["tensors"][name], dtype=float),
+            atol=1e-12,
+            err_msg=name,
+        )
     assert a["macs"] == b["macs"] and a["macs"]["without_cache"] > a["macs"]["with_cache"]
 
 
@@ -329,8 +414,23 @@ def test_top_k_1_equals_greedy_and_seeds_repeat(cli, tmp_path):
 
 
 def test_sampling_records_what_each_warper_kept(cli, tmp_path):
-    d = doc(cli("generate", "--fixture", _fixture_file(tmp_path), "--top-k", "4", "--top-p", "0.6",
-                "--temperature", "0.8", "--seed", "1", "-f", "json"))
+    d = doc(
+        cli(
+            "generate",
+            "--fixture",
+            _fixture_file(tmp_path),
+            "--top-k",
+            "4",
+            "--top-p",
+            "0.6",
+            "--temperature",
+            "0.8",
+            "--seed",
+            "1",
+            "-f",
+            "json",
+        )
+    )
     for s in d["steps"]:
         assert len(s["kept_top_k"]) == 4 and set(s["kept_top_p"]) <= set(s["kept_top_k"])
         assert s["token"] in s["kept_top_p"] and 0 <= s["u"] < 1
@@ -347,11 +447,20 @@ def test_sampling_without_a_seed_says_which_it_used(cli, tmp_path):
     assert again["generated"] == json.loads(r.stdout)["generated"]
 
 
-@pytest.mark.parametrize("args,fragment", [
-    (["--temperature", "0"], "--temperature"), (["--temperature", "-2"], "--temperature"),
-    (["--top-p", "0"], "--top-p"), (["--top-p", "1.2"], "--top-p"), (["--top-k", "-1"], "--top-k"),
-    (["--max-new-tokens", "0"], "--max-new-tokens"), (["--strategy", "beam"], "--strategy"),
-    (["--example", "wochiyu"], "decoder"), (["--only", "nope", "-f", "json"], "--only")])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["--temperature", "0"], "--temperature"),
+        (["--temperature", "-2"], "--temperature"),
+        (["--top-p", "0"], "--top-p"),
+        (["--top-p", "1.2"], "--top-p"),
+        (["--top-k", "-1"], "--top-k"),
+        (["--max-new-tokens", "0"], "--max-new-tokens"),
+        (["--strategy", "beam"], "--strategy"),
+        (["--example", "wochiyu"], "decoder"),
+        (["--only", "nope", "-f", "json"], "--only"),
+    ],
+)
 def test_bad_settings_exit_2_with_one_line(cli, args, fragment):
     base = [] if "--example" in args else ["--example", "woaini"]
     r = cli("generate", *base, *args)
@@ -360,7 +469,18 @@ def test_bad_settings_exit_2_with_one_line(cli, args, fragment):
 
 
 def test_set_and_only_behave_like_the_stage_commands(cli):
-    d = doc(cli("generate", "--example", "woaini", "--set", "decoder.layers[0].ffn.b2=[0, 0, 0, 9]",
-                "--only", "logits,probs", "-f", "json"))
+    d = doc(
+        cli(
+            "generate",
+            "--example",
+            "woaini",
+            "--set",
+            "decoder.layers[0].ffn.b2=[0, 0, 0, 9]",
+            "--only",
+            "logits,probs",
+            "-f",
+            "json",
+        )
+    )
     assert set(k.split(".", 2)[2] for k in d["tensors"]) == {"logits", "probs"}
     assert d["generated"] != ["I", "love", "you", "</s>"]  # the changed bias changes what comes out

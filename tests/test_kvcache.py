@@ -25,6 +25,7 @@ def load(name):
 
 # ---------------------------------------------------------------- published configs
 
+
 def test_llama3_8b_8192_tokens_bf16_is_one_gib():
     r = kv_cache(load("llama-3-8b.json"), tokens=8192)
     # 2 × 32 × 8 × 128 × 8192 × 1 × 2: 2×32 = 64; ×8 = 512; ×128 = 65,536; ×8192 = 536,870,912;
@@ -169,16 +170,24 @@ def test_gpt2_keys_and_default_fp16():
 
 # ---------------------------------------------------------------- other layouts
 
+
 def small(**extra):
-    base = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
-            "hidden_size": 2048, "head_dim": 256, "torch_dtype": "float16"}
+    base = {
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "hidden_size": 2048,
+        "head_dim": 256,
+        "torch_dtype": "float16",
+    }
     base.update(extra)
     return base
 
 
 def test_layer_types_gemma2_style():
-    cfg = small(sliding_window=4096,
-                layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"])
+    cfg = small(
+        sliding_window=4096, layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"]
+    )
     r = kv_cache(cfg, tokens=8192)
     # 2 × 4 × 256 × 1 × 2 = 4,096; × (2 × 8192 + 2 × 4096) = 4,096 × 24,576 = 100,663,296
     assert r["bytes"] == 100_663_296
@@ -208,15 +217,27 @@ def test_text_config_is_used():
 
 def test_multi_query_and_falcon_num_kv_heads():
     # Falcon-7B style: multi_query -> 1 KV head; head_dim = 4544 / 71 = 64
-    falcon7 = {"hidden_size": 4544, "num_attention_heads": 71, "num_hidden_layers": 32, "multi_query": True,
-               "new_decoder_architecture": False}
+    falcon7 = {
+        "hidden_size": 4544,
+        "num_attention_heads": 71,
+        "num_hidden_layers": 32,
+        "multi_query": True,
+        "new_decoder_architecture": False,
+    }
     r = kv_cache(falcon7, tokens=2048)
     # 2 × 32 × 1 × 64 × 2048 × 1 × 2 = 16,777,216 = 16 MiB
     assert r["bytes"] == 16_777_216
     assert r["shapes"]["query heads per KV head"] == 71
     # Falcon-40B style: new_decoder_architecture -> num_kv_heads 8; head_dim = 8192 / 128 = 64
-    falcon40 = {"hidden_size": 8192, "num_attention_heads": 128, "num_hidden_layers": 60, "multi_query": True,
-                "new_decoder_architecture": True, "num_kv_heads": 8, "torch_dtype": "bfloat16"}
+    falcon40 = {
+        "hidden_size": 8192,
+        "num_attention_heads": 128,
+        "num_hidden_layers": 60,
+        "multi_query": True,
+        "new_decoder_architecture": True,
+        "num_kv_heads": 8,
+        "torch_dtype": "bfloat16",
+    }
     # 2 × 60 × 8 × 64 × 2048 × 1 × 2 = 251,658,240
     assert kv_cache(falcon40, tokens=2048)["bytes"] == 251_658_240
     # GPT-BigCode style keys with multi_query
@@ -232,6 +253,7 @@ def test_human():
 
 
 # ---------------------------------------------------------------- errors
+
 
 def raises(where, fn, *args, **kw):
     with pytest.raises(InputError) as info:
@@ -294,9 +316,16 @@ def test_unknown_dtype():
     assert kv_cache(load("llama-3-8b.json"), 10, dtype="BF16")["terms"]["dtype"] == "bf16"
 
 
-@pytest.mark.parametrize("name,kw", [("--tokens", {"tokens": 0}), ("--tokens", {"tokens": "8"}),
-                                     ("--tokens", {"tokens": 2.5}), ("--batch", {"tokens": 8, "batch": 0}),
-                                     ("--batch", {"tokens": 8, "batch": -1})])
+@pytest.mark.parametrize(
+    "name,kw",
+    [
+        ("--tokens", {"tokens": 0}),
+        ("--tokens", {"tokens": "8"}),
+        ("--tokens", {"tokens": 2.5}),
+        ("--batch", {"tokens": 8, "batch": 0}),
+        ("--batch", {"tokens": 8, "batch": -1}),
+    ],
+)
 def test_tokens_and_batch_below_one(name, kw):
     raises(name, kv_cache, load("llama-3-8b.json"), **kw)
 

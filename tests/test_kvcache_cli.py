@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-
 from conftest import doc
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
@@ -29,8 +28,14 @@ def test_llama3_8b_json(cli):
     # per token: 2 × 32 × 8 × 128 × 2 = 131,072
     assert d["per_token_bytes"] == 131_072
     t = d["terms"]
-    assert (t["layers"], t["kv_heads"], t["head_dim"], t["tokens"], t["batch"], t["bytes_per_value"]) == \
-        (32, 8, 128, 8192, 1, 2)
+    assert (t["layers"], t["kv_heads"], t["head_dim"], t["tokens"], t["batch"], t["bytes_per_value"]) == (
+        32,
+        8,
+        128,
+        8192,
+        1,
+        2,
+    )
     assert d["shapes"]["K"] == [1, 8, 8192, 128] and d["shapes"]["query heads per KV head"] == 4
 
 
@@ -107,12 +112,15 @@ def test_markdown(cli):
     assert "| = bytes | 469,762,048 | 448.00 MiB |" in out
 
 
-@pytest.mark.parametrize("args,field", [
-    (["--tokens", "0"], "--tokens"),
-    (["--tokens", "10", "--batch", "0"], "--batch"),
-    (["--tokens", "10", "--dtype", "fp4"], "--dtype"),
-    (["--tokens", "10", "-f", "yaml"], "--format"),
-])
+@pytest.mark.parametrize(
+    "args,field",
+    [
+        (["--tokens", "0"], "--tokens"),
+        (["--tokens", "10", "--batch", "0"], "--batch"),
+        (["--tokens", "10", "--dtype", "fp4"], "--dtype"),
+        (["--tokens", "10", "-f", "yaml"], "--format"),
+    ],
+)
 def test_bad_options_exit_2(cli, args, field):
     out = cli("kvcache", config("gpt2.json"), *args)
     assert out.exit_code == 2

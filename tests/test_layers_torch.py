@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 import pytest
-
-from attncalc.build_layers import build
-from attncalc.fixture import Fixture
 from conftest import doc
+
+from attncalc.core.build_layers import build
+from attncalc.core.fixture import Fixture
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -25,6 +25,7 @@ TOL = 1e-9
 
 
 # ---------------------------------------------------------------- one random model, two layouts
+
 
 def _attention(rng, heads, bias):
     blk = {"heads": heads, **{w: rng.normal(0, 0.5, (D, D)).tolist() for w in ("Wq", "Wk", "Wv", "Wo")}}
@@ -41,8 +42,10 @@ def _norm(rng, bias):
 
 
 def _layer(rng, heads, bias, cross):
-    layer = {"self_attention": _attention(rng, heads, bias),
-             "ffn": {"W1": rng.normal(0, 0.5, (D, DFF)).tolist(), "W2": rng.normal(0, 0.5, (DFF, D)).tolist()}}
+    layer = {
+        "self_attention": _attention(rng, heads, bias),
+        "ffn": {"W1": rng.normal(0, 0.5, (D, DFF)).tolist(), "W2": rng.normal(0, 0.5, (DFF, D)).tolist()},
+    }
     if bias:
         layer["ffn"].update({"b1": rng.normal(0, 0.5, DFF).tolist(), "b2": rng.normal(0, 0.5, D).tolist()})
     if cross:
@@ -52,17 +55,35 @@ def _layer(rng, heads, bias, cross):
     return layer
 
 
-def random_fixture(seed, heads=2, layers=1, norm_first=False, act="relu", bias=True, eps=1e-5,
-                   final_norm=False, position="none", embed_scale=1.0, tied=False) -> dict:
+def random_fixture(
+    seed,
+    heads=2,
+    layers=1,
+    norm_first=False,
+    act="relu",
+    bias=True,
+    eps=1e-5,
+    final_norm=False,
+    position="none",
+    embed_scale=1.0,
+    tied=False,
+) -> dict:
     """A small encoder–decoder with every weight drawn from N(0, 0.5²), d_model 8, d_ff 16."""
     rng = np.random.default_rng(seed)
     stack = {"eps": eps, "norm_first": norm_first, "activation": act}
-    raw = {"vocab": VOCAB, "special": {"bos": "<s>", "eos": "</s>"}, "d_model": D,
-           "embedding": rng.normal(size=(len(VOCAB), D)).tolist(), "embed_scale": embed_scale,
-           "position": {"type": position}, "source": SOURCE, "target": TARGET,
-           "encoder": {**stack, "layers": [_layer(rng, heads, bias, False) for _ in range(layers)]},
-           "decoder": {**stack, "layers": [_layer(rng, heads, bias, True) for _ in range(layers)]},
-           "output": {"tied": True} if tied else {"W": rng.normal(size=(D, len(VOCAB))).tolist()}}
+    raw = {
+        "vocab": VOCAB,
+        "special": {"bos": "<s>", "eos": "</s>"},
+        "d_model": D,
+        "embedding": rng.normal(size=(len(VOCAB), D)).tolist(),
+        "embed_scale": embed_scale,
+        "position": {"type": position},
+        "source": SOURCE,
+        "target": TARGET,
+        "encoder": {**stack, "layers": [_layer(rng, heads, bias, False) for _ in range(layers)]},
+        "decoder": {**stack, "layers": [_layer(rng, heads, bias, True) for _ in range(layers)]},
+        "output": {"tied": True} if tied else {"W": rng.normal(size=(D, len(VOCAB))).tolist()},
+    }
     if bias and not tied:
         raw["output"]["b"] = rng.normal(size=len(VOCAB)).tolist()
     if final_norm:
@@ -106,8 +127,16 @@ def _stack(raw, part):
     """nn.Transformer{Encoder,Decoder}Layer for one layer; the full nn.Transformer{Encoder,Decoder} for more."""
     cfg, heads = raw[part], raw[part]["layers"][0]["self_attention"]["heads"]
     bias = "bq" in cfg["layers"][0]["self_attention"]
-    kw = dict(dim_feedforward=DFF, dropout=0.0, activation=cfg["activation"], layer_norm_eps=cfg["eps"],
-              batch_first=True, norm_first=cfg["norm_first"], bias=bias, dtype=torch.float64)
+    kw = dict(
+        dim_feedforward=DFF,
+        dropout=0.0,
+        activation=cfg["activation"],
+        layer_norm_eps=cfg["eps"],
+        batch_first=True,
+        norm_first=cfg["norm_first"],
+        bias=bias,
+        dtype=torch.float64,
+    )
     proto = (nn.TransformerEncoderLayer if part == "encoder" else nn.TransformerDecoderLayer)(D, heads, **kw)
     final = nn.LayerNorm(D, eps=cfg["eps"], bias=bias, dtype=torch.float64) if "final_norm" in cfg else None
     if len(cfg["layers"]) == 1 and final is None:
@@ -146,8 +175,12 @@ def torch_reference(raw) -> dict:
         logits = dec_out[0] @ w + (_t(out["b"]) if "b" in out else 0)
         labels = torch.tensor([VOCAB.index(t) for t in raw["target"] + ["</s>"]])
         loss = nn.functional.cross_entropy(logits, labels)
-    return {"enc_out": enc_out[0].numpy(), "dec_out": dec_out[0].numpy(), "logits": logits.numpy(),
-            "loss": loss.numpy()}
+    return {
+        "enc_out": enc_out[0].numpy(),
+        "dec_out": dec_out[0].numpy(),
+        "logits": logits.numpy(),
+        "loss": loss.numpy(),
+    }
 
 
 def differences(raw, ours) -> dict:
@@ -163,6 +196,7 @@ def graph_values(raw) -> dict:
 
 # ---------------------------------------------------------------- the comparisons
 
+
 @pytest.mark.parametrize("heads", [1, 2, 4])
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -170,15 +204,28 @@ def graph_values(raw) -> dict:
 @pytest.mark.parametrize("bias", [True, False])
 def test_encoder_decoder_equal_torch(heads, layers, norm_first, act, bias):
     # 2-layer pre-norm stacks get final norms, as pre-norm models have; eps 1e-3 so a wrong eps shows
-    raw = random_fixture(heads * 100 + layers * 10 + 4 * norm_first + 2 * (act == "gelu") + bias, heads, layers,
-                         norm_first, act, bias, eps=1e-3 if act == "gelu" else 1e-5,
-                         final_norm=norm_first and layers == 2)
+    raw = random_fixture(
+        heads * 100 + layers * 10 + 4 * norm_first + 2 * (act == "gelu") + bias,
+        heads,
+        layers,
+        norm_first,
+        act,
+        bias,
+        eps=1e-3 if act == "gelu" else 1e-5,
+        final_norm=norm_first and layers == 2,
+    )
     diffs = differences(raw, graph_values(raw))
     assert max(diffs.values()) < TOL, diffs
 
 
-@pytest.mark.parametrize("case", [dict(position="sinusoidal", embed_scale=math.sqrt(D)), dict(tied=True),
-                                  dict(norm_first=True, final_norm=True, layers=1)])
+@pytest.mark.parametrize(
+    "case",
+    [
+        dict(position="sinusoidal", embed_scale=math.sqrt(D)),
+        dict(tied=True),
+        dict(norm_first=True, final_norm=True, layers=1),
+    ],
+)
 def test_positions_embed_scale_tied_and_final_norm(case):
     raw = random_fixture(7, **case)
     diffs = differences(raw, graph_values(raw))
@@ -193,8 +240,7 @@ def test_the_comparison_can_fail():
 
 
 def test_decoder_through_the_cli_equals_torch(cli, tmp_path):
-    raw = random_fixture(11, heads=4, layers=2, norm_first=True, act="gelu", final_norm=True,
-                         position="sinusoidal")
+    raw = random_fixture(11, heads=4, layers=2, norm_first=True, act="gelu", final_norm=True, position="sinusoidal")
     path = tmp_path / "model.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     tensors = doc(cli("decoder", "--fixture", path, "-f", "json"))["tensors"]
@@ -211,7 +257,7 @@ def test_erfc_and_gelu_to_machine_precision():
     """NumPy has no erf: ours must match math.erfc everywhere and torch's exact GELU."""
     import math
 
-    from attncalc.ops_layers import ACTIVATIONS, erfc
+    from attncalc.core.layer_ops import ACTIVATIONS, erfc
 
     x = np.linspace(-12, 12, 20001)
     np.testing.assert_allclose(erfc(x), [math.erfc(v) for v in x], rtol=1e-13, atol=1e-16)

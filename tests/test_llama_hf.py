@@ -18,12 +18,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from conftest import doc  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from attncalc.build_layers import build  # noqa: E402
-from attncalc.fixture import Fixture  # noqa: E402
-
-from conftest import doc  # noqa: E402
+from attncalc.core.build_layers import build  # noqa: E402
+from attncalc.core.fixture import Fixture  # noqa: E402
 
 TOL = 1e-5
 
@@ -40,11 +39,22 @@ def randomized(seed=0) -> dict:
     w = lambda r, c: (rng.normal(size=(r, c)) / np.sqrt(r)).tolist()  # noqa: E731
     gamma = lambda: (1 + 0.3 * rng.normal(size=d)).tolist()  # noqa: E731
     raw["embedding"] = rng.normal(size=(8, d)).tolist()
-    raw["position"] = {"type": "rope", "theta": 500000.0, "layout": "half", "scaling": {"type": "linear", "factor": 2.0}}
+    raw["position"] = {
+        "type": "rope",
+        "theta": 500000.0,
+        "layout": "half",
+        "scaling": {"type": "linear", "factor": 2.0},
+    }
     raw["decoder"]["eps"] = 1e-5
     for layer in raw["decoder"]["layers"]:
-        layer["self_attention"] = {"heads": h, "kv_heads": g, "Wq": w(d, h * dk), "Wk": w(d, g * dk),
-                                   "Wv": w(d, g * dk), "Wo": w(h * dk, d)}
+        layer["self_attention"] = {
+            "heads": h,
+            "kv_heads": g,
+            "Wq": w(d, h * dk),
+            "Wk": w(d, g * dk),
+            "Wv": w(d, g * dk),
+            "Wo": w(h * dk, d),
+        }
         layer["ffn"] = {"W1": w(d, dff), "W3": w(d, dff), "W2": w(dff, d)}
         layer["norm1"], layer["norm2"] = {"gamma": gamma()}, {"gamma": gamma()}
     raw["decoder"]["final_norm"] = {"gamma": gamma()}
@@ -64,13 +74,26 @@ def hf_model(raw: dict) -> LlamaForCausalLM:
         rope.update({k: v for k, v in pos["scaling"].items() if k != "type"}, rope_type=pos["scaling"]["type"])
     vocab = raw["vocab"]
     tied = raw["output"].get("tied", False)
-    config = LlamaConfig(vocab_size=len(vocab), hidden_size=d, intermediate_size=len(layers[0]["ffn"]["W1"][0]),
-                         num_hidden_layers=len(layers), num_attention_heads=h, num_key_value_heads=g, head_dim=dk,
-                         rms_norm_eps=raw["decoder"]["eps"], rope_parameters=rope, tie_word_embeddings=tied,
-                         attention_bias=False, mlp_bias=False, max_position_embeddings=64, hidden_act="silu",
-                         bos_token_id=vocab.index(raw["special"]["bos"]),
-                         eos_token_id=vocab.index(raw["special"]["eos"]), pad_token_id=None,
-                         attn_implementation="eager")
+    config = LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=d,
+        intermediate_size=len(layers[0]["ffn"]["W1"][0]),
+        num_hidden_layers=len(layers),
+        num_attention_heads=h,
+        num_key_value_heads=g,
+        head_dim=dk,
+        rms_norm_eps=raw["decoder"]["eps"],
+        rope_parameters=rope,
+        tie_word_embeddings=tied,
+        attention_bias=False,
+        mlp_bias=False,
+        max_position_embeddings=64,
+        hidden_act="silu",
+        bos_token_id=vocab.index(raw["special"]["bos"]),
+        eos_token_id=vocab.index(raw["special"]["eos"]),
+        pad_token_id=None,
+        attn_implementation="eager",
+    )
     model = LlamaForCausalLM(config).double().eval()
     t = lambda m: torch.tensor(m, dtype=torch.float64).T.contiguous()  # noqa: E731  [in, out] → [out, in]
     with torch.no_grad():
@@ -108,7 +131,7 @@ def test_logits_and_loss_match_llama(make):
     np.testing.assert_allclose(g.value("dec.0.D2"), out.hidden_states[1][0].numpy(), rtol=0, atol=TOL)
     # loss over the target positions only (each predicts the next token), SPEC §9
     start = len(raw["source"]) - 1
-    ref = torch.nn.functional.cross_entropy(out.logits[0, start:-1], ids(raw, tokens)[0, start + 1:])
+    ref = torch.nn.functional.cross_entropy(out.logits[0, start:-1], ids(raw, tokens)[0, start + 1 :])
     assert abs(float(g.value("loss")) - float(ref)) < TOL
     assert g.value("nll").shape == (len(raw["target"]),)
 
@@ -141,16 +164,18 @@ def test_greedy_generation_matches_llama(make, use_cache):
     model = hf_model(raw)
     eos = raw["vocab"].index(raw["special"]["eos"])
     with torch.no_grad():
-        out = model.generate(ids(raw, raw["source"]), max_new_tokens=6, do_sample=False, eos_token_id=eos,
-                             pad_token_id=eos)
-    expected = [raw["vocab"][i] for i in out[0, len(raw["source"]):].tolist()]
-    gen = decoding.generate(decoding.Model(copy.deepcopy(raw)), decoding.Settings(max_new_tokens=6,
-                                                                                   use_cache=use_cache))
+        out = model.generate(
+            ids(raw, raw["source"]), max_new_tokens=6, do_sample=False, eos_token_id=eos, pad_token_id=eos
+        )
+    expected = [raw["vocab"][i] for i in out[0, len(raw["source"]) :].tolist()]
+    gen = decoding.generate(
+        decoding.Model(copy.deepcopy(raw)), decoding.Settings(max_new_tokens=6, use_cache=use_cache)
+    )
     assert gen.generated == expected
     if make is tinyllama:
         assert expected == ["sat", "on", "a", "mat", "</s>"]
     for step in gen.steps:  # each step's logits: HF on everything fed so far
-        seen = raw["source"] + gen.generated[:step.index]
+        seen = raw["source"] + gen.generated[: step.index]
         with torch.no_grad():
             ref = model(ids(raw, seen)).logits[0, -1].numpy()
         np.testing.assert_allclose(step.logits, ref, rtol=0, atol=TOL)

@@ -10,11 +10,11 @@ from importlib import resources
 
 import numpy as np
 import pytest
+from conftest import doc
 from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from attncalc.cli.app import app
-from conftest import doc
 
 NUMBER = re.compile(r"^−?-?\d+\.\d+$|^−∞$")
 
@@ -30,7 +30,7 @@ def run(args, env=None, input=None):
 
 def right_edges(line: str) -> list[int]:
     """The terminal column (in cells, a CJK character counting 2) where each word of `line` ends."""
-    return [cell_len(line[:m.end()]) for m in re.finditer(r"\S+", line)]
+    return [cell_len(line[: m.end()]) for m in re.finditer(r"\S+", line)]
 
 
 def table_block(out: str, title: str) -> list[str]:
@@ -38,10 +38,11 @@ def table_block(out: str, title: str) -> list[str]:
     lines = out.splitlines()
     start = next(k for k, line in enumerate(lines) if line.startswith(title))
     end = next(k for k in range(start + 1, len(lines)) if not lines[k].strip())
-    return lines[start + 1:end]
+    return lines[start + 1 : end]
 
 
 # ---- CJK labels ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("source", [["我", "爱", "你"], ["我", "love", "你"], ["I", "爱", "you"]])
 def test_cjk_and_latin_labels_keep_columns_aligned(tmp_path, source):
@@ -63,11 +64,12 @@ def test_explanation_lines_align_under_a_cjk_label():
     lines = run(["softmax", "--example", "woaini", "-f", "table", "--cell", "爱,我"]).stdout.splitlines()
     k = next(k for k, line in enumerate(lines) if line.startswith("A[爱, 我] = e^"))
     assert lines[k + 1].lstrip().startswith("= ") and lines[k + 2].lstrip().startswith("= ")
-    for cont in lines[k + 1:k + 3]:  # "=" under "=", counted in cells (爱 and 我 are two wide)
-        assert cell_len(cont[:cont.index("=")]) == cell_len("A[爱, 我] ") == 10
+    for cont in lines[k + 1 : k + 3]:  # "=" under "=", counted in cells (爱 and 我 are two wide)
+        assert cell_len(cont[: cont.index("=")]) == cell_len("A[爱, 我] ") == 10
 
 
 # ---- colour -----------------------------------------------------------------------------------
+
 
 def test_no_color_means_no_escape_codes_at_all():
     forced = {"FORCE_COLOR": "1", "TERM": "xterm-256color", "NO_COLOR": None}
@@ -86,8 +88,10 @@ WIDE = np.round(np.linspace(-1234.5678, 2716.1322, 40), 4)
 @pytest.mark.parametrize("columns", [40, 60, 100])
 def test_narrow_terminal_summarises_instead_of_cutting_numbers(columns):
     text = " ".join(map(str, WIDE))
-    out = run(["scores", "--scores", f"{text}; {text}", "-f", "table", "--no-work", "-p", "6", "--only", "S"],
-              env={"COLUMNS": str(columns)}).stdout
+    out = run(
+        ["scores", "--scores", f"{text}; {text}", "-f", "table", "--no-work", "-p", "6", "--only", "S"],
+        env={"COLUMNS": str(columns)},
+    ).stdout
     header, *rows = table_block(out, "S = ")
     assert all(cell_len(line) <= columns for line in out.splitlines()), out
     assert "…" in header.split()  # summarised: a gap column, not wrapped or cut
@@ -102,8 +106,9 @@ def test_narrow_terminal_summarises_instead_of_cutting_numbers(columns):
 
 
 def test_narrow_terminal_keeps_cjk_rows_whole():
-    out = run(["qkv", "--example", "woaini", "-f", "table", "--no-work", "-p", "6", "--only", "Q"],
-              env={"COLUMNS": "40"}).stdout
+    out = run(
+        ["qkv", "--example", "woaini", "-f", "table", "--no-work", "-p", "6", "--only", "Q"], env={"COLUMNS": "40"}
+    ).stdout
     header, *rows = table_block(out, "Q = ")
     assert [r.split()[0] for r in rows] == ["我", "爱", "你"]
     assert all(cell_len(line) <= 40 for line in out.splitlines())
@@ -112,18 +117,24 @@ def test_narrow_terminal_keeps_cjk_rows_whole():
     for i, row in enumerate(rows):
         numbers = [float(w) for w in row.split()[1:] if w != "…"]
         np.testing.assert_allclose(numbers, q[i, cols], atol=1e-6)
-        assert right_edges(row)[1:len(cols) + 1 + ("…" in header)] == right_edges(header)
+        assert right_edges(row)[1 : len(cols) + 1 + ("…" in header)] == right_edges(header)
 
 
 # ---- large tensors ----------------------------------------------------------------------------
+
 
 def big_fixture(path, n, d=8, heads=1, seed=0):
     rng = np.random.default_rng(seed)
     vocab = [f"t{k}" for k in range(16)]
     w = lambda: np.round(rng.standard_normal((d, d)) / np.sqrt(d), 3).tolist()
-    fx = {"vocab": vocab, "d_model": d, "embedding": np.round(rng.standard_normal((16, d)), 3).tolist(),
-          "position": {"type": "sinusoidal"}, "source": [vocab[k] for k in rng.integers(0, 16, n)],
-          "attention": {"heads": heads, "Wq": w(), "Wk": w(), "Wv": w()}}
+    fx = {
+        "vocab": vocab,
+        "d_model": d,
+        "embedding": np.round(rng.standard_normal((16, d)), 3).tolist(),
+        "position": {"type": "sinusoidal"},
+        "source": [vocab[k] for k in rng.integers(0, 16, n)],
+        "attention": {"heads": heads, "Wq": w(), "Wk": w(), "Wv": w()},
+    }
     path.write_text(json.dumps(fx), encoding="utf-8")
     return path
 
@@ -165,7 +176,7 @@ def test_huge_json_says_so_and_offers_only(tmp_path):
 
 
 def test_only_computes_and_keeps_just_what_was_asked(tmp_path):
-    from attncalc.session import Request, evaluate, open_session
+    from attncalc.inputs.session import Request, evaluate, open_session
 
     path = big_fixture(tmp_path / "fx.json", 64, d=8, heads=2)
     full = evaluate(open_session(Request(stage="attend", fixture=str(path))))
@@ -205,8 +216,13 @@ def test_overflow_from_huge_inputs_is_bad_input_not_a_crash(tmp_path):
     path = tmp_path / "huge.json"
     path.write_text(json.dumps(fx, ensure_ascii=False), encoding="utf-8")
     for fmt in ("json", "table"):  # a real process: NumPy's RuntimeWarnings would reach its stderr
-        out = subprocess.run([sys.executable, "-m", "attncalc", "softmax", "--fixture", str(path), "-f", fmt],
-                             capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"})
+        out = subprocess.run(
+            [sys.executable, "-m", "attncalc", "softmax", "--fixture", str(path), "-f", fmt],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
         assert out.returncode == 2 and out.stdout == "", out.stderr
         err = out.stderr.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("attncalc: error: S:") and "too large" in err[0], err
@@ -226,8 +242,13 @@ sys.stderr.write("\\nnumpy imported: %s\\n" % ("numpy" in sys.modules))
 
 
 def probe(args, **env):
-    return subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True,
-                          env={**os.environ, "NO_COLOR": "1", **env}, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE.format(args=args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", **env},
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize("args", [["--help"], ["softmax", "--help"], ["--version"]])
@@ -246,18 +267,26 @@ def test_shell_completion_works_without_numpy():
 
 
 def test_stage_options_are_checked_without_pydantic():
-    code = ("import sys\nfrom attncalc.cli.app import app\ntry:\n    app(['softmax', '--example', 'woaini', "
-            "'-f', 'json', '-p', '2', '--scale', '0.5', '--set', 'name=x'])\nexcept SystemExit as e:\n"
-            "    sys.stderr.write('exit %s pydantic %s' % (e.code, 'pydantic' in sys.modules))\n")
+    code = (
+        "import sys\nfrom attncalc.cli.app import app\ntry:\n    app(['softmax', '--example', 'woaini', "
+        "'-f', 'json', '-p', '2', '--scale', '0.5', '--set', 'name=x'])\nexcept SystemExit as e:\n"
+        "    sys.stderr.write('exit %s pydantic %s' % (e.code, 'pydantic' in sys.modules))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "exit 0 pydantic False" in out.stderr, out.stderr
     assert json.loads(out.stdout)["fixture"]["name"] == "x"
 
 
-@pytest.mark.parametrize("args,fragment", [
-    (["-p", "x"], "an integer"), (["-p", "13"], "from 0 to 12"), (["--scale", "nan"], "finite"),
-    (["--scale", "inf"], "finite"), (["--heads", "0"], "at least 1"),
-])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["-p", "x"], "an integer"),
+        (["-p", "13"], "from 0 to 12"),
+        (["--scale", "nan"], "finite"),
+        (["--scale", "inf"], "finite"),
+        (["--heads", "0"], "at least 1"),
+    ],
+)
 def test_bad_option_values_exit_2(args, fragment):
     result = run(["softmax", "--example", "woaini", "-f", "json", *args])
     assert result.exit_code == 2 and fragment in result.stderr and "Traceback" not in result.stderr
@@ -265,9 +294,11 @@ def test_bad_option_values_exit_2(args, fragment):
 
 # ---- real pipes ------------------------------------------------------------------------------
 
+
 def attncalc(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "attncalc", *map(str, args)], env={**os.environ, "NO_COLOR": "1"},
-                            **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "attncalc", *map(str, args)], env={**os.environ, "NO_COLOR": "1"}, **kw
+    )
 
 
 def test_a_real_pipe_of_processes_hands_on_every_tensor():

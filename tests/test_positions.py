@@ -5,8 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from attncalc.errors import InputError
-from attncalc.positions import (
+from attncalc.core.positions import (
     alibi_bias,
     alibi_slopes,
     rope_angles,
@@ -15,6 +14,7 @@ from attncalc.positions import (
     rope_rotate,
     sinusoidal,
 )
+from attncalc.errors import InputError
 
 # ---------------------------------------------------------------- hand-computed values
 
@@ -31,8 +31,13 @@ def test_sinusoidal_hand_values():
 def test_sinusoidal_offset_odd_d_and_base():
     pe = sinusoidal(2, 5, base=100.0, offset=3)  # positions 3, 4; last column is a sin
     for r, pos in enumerate((3, 4)):
-        expected = [math.sin(pos), math.cos(pos), math.sin(pos / 100 ** 0.4), math.cos(pos / 100 ** 0.4),
-                    math.sin(pos / 100 ** 0.8)]
+        expected = [
+            math.sin(pos),
+            math.cos(pos),
+            math.sin(pos / 100**0.4),
+            math.cos(pos / 100**0.4),
+            math.sin(pos / 100**0.8),
+        ]
         np.testing.assert_allclose(pe[r], expected, atol=1e-14)
     np.testing.assert_allclose(sinusoidal(6, 4)[3:], sinusoidal(3, 4, offset=3), atol=1e-15)
 
@@ -55,8 +60,7 @@ def test_rope_layouts_hand_values():
     np.testing.assert_allclose(rope_rotate(x, a, "half"), [[-3.0, -2.0, 1.0, -4.0]], atol=1e-12)
     # interleaved: pairs (0,1) with a0 and (2,3) with a1
     np.testing.assert_allclose(rope_rotate(x, a, "interleaved"), [[-2.0, 1.0, -3.0, -4.0]], atol=1e-12)
-    np.testing.assert_allclose(rope_rotate(x, a, "half", attention_factor=2.0), [[-6.0, -4.0, 2.0, -8.0]],
-                               atol=1e-12)
+    np.testing.assert_allclose(rope_rotate(x, a, "half", attention_factor=2.0), [[-6.0, -4.0, 2.0, -8.0]], atol=1e-12)
 
 
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
@@ -68,8 +72,9 @@ def test_rope_pair_matches_rotate(layout):
     out = rope_rotate(x, a, layout)
     for j in range(d):
         p, partner, sign = rope_pair(j, d, layout)
-        np.testing.assert_allclose(out[:, j], x[:, j] * np.cos(a[:, p]) + sign * x[:, partner] * np.sin(a[:, p]),
-                                   atol=1e-14)
+        np.testing.assert_allclose(
+            out[:, j], x[:, j] * np.cos(a[:, p]) + sign * x[:, partner] * np.sin(a[:, p]), atol=1e-14
+        )
     assert rope_pair(0, 8, "half") == (0, 4, -1) and rope_pair(5, 8, "half") == (1, 1, 1)
     assert rope_pair(4, 8, "interleaved") == (2, 5, -1) and rope_pair(5, 8, "interleaved") == (2, 4, 1)
 
@@ -86,15 +91,14 @@ def test_rope_relative_property():
 
 
 def test_alibi_hand_values():
-    np.testing.assert_allclose(alibi_slopes(8), [2.0 ** -k for k in range(1, 9)], rtol=1e-15)
+    np.testing.assert_allclose(alibi_slopes(8), [2.0**-k for k in range(1, 9)], rtol=1e-15)
     np.testing.assert_allclose(alibi_slopes(4), [2.0 ** (-2 * k) for k in range(1, 5)], rtol=1e-15)
     # 6 heads: the 4 slopes of 4 heads, then slopes 1 and 3 of 8 heads
     np.testing.assert_allclose(alibi_slopes(6), [1 / 4, 1 / 16, 1 / 64, 1 / 256, 1 / 2, 1 / 8], rtol=1e-15)
     b = alibi_bias(1, 3, 3)  # slope 2^-8 for one head
-    np.testing.assert_allclose(b[0], -(2.0 ** -8) * np.array([[0, -1, -2], [1, 0, -1], [2, 1, 0]]), rtol=1e-15)
+    np.testing.assert_allclose(b[0], -(2.0**-8) * np.array([[0, -1, -2], [1, 0, -1], [2, 1, 0]]), rtol=1e-15)
     b = alibi_bias(2, 1, 4)  # one query, the last of 4 keys; slopes 1/16, 1/256
-    np.testing.assert_allclose(b[:, 0], [[-3 / 16, -2 / 16, -1 / 16, 0], [-3 / 256, -2 / 256, -1 / 256, 0]],
-                               rtol=1e-15)
+    np.testing.assert_allclose(b[:, 0], [[-3 / 16, -2 / 16, -1 / 16, 0], [-3 / 256, -2 / 256, -1 / 256, 0]], rtol=1e-15)
     np.testing.assert_allclose(alibi_bias(2, 1, 4, q_offset=1)[0, 0], [-1 / 16, 0, 1 / 16, 2 / 16], rtol=1e-15)
 
 
@@ -108,10 +112,14 @@ def test_invalid_arguments():
         (lambda: rope_inv_freq(8, scaling={"rope_type": "linear"}), "position.scaling.factor"),
         (lambda: rope_inv_freq(8, scaling={"type": "linear", "factor": 0.5}), "position.scaling.factor"),
         (lambda: rope_inv_freq(8, scaling={"type": "dynamic"}), "position.scaling.factor"),
-        (lambda: rope_inv_freq(8, scaling={"type": "llama3", "factor": 0.9, "original_max_position_embeddings": 8}),
-         "position.scaling.factor"),
-        (lambda: rope_inv_freq(8, scaling={"type": "yarn", "original_max_position_embeddings": 8}),
-         "position.scaling.factor"),
+        (
+            lambda: rope_inv_freq(8, scaling={"type": "llama3", "factor": 0.9, "original_max_position_embeddings": 8}),
+            "position.scaling.factor",
+        ),
+        (
+            lambda: rope_inv_freq(8, scaling={"type": "yarn", "original_max_position_embeddings": 8}),
+            "position.scaling.factor",
+        ),
         (lambda: alibi_slopes(0), "n_heads"),
         (lambda: alibi_bias(0, 2, 2), "n_heads"),
     ]
@@ -139,8 +147,17 @@ ROPE_CASES = {
     "yarn_mscale": ({**YARN, "factor": 40.0, "mscale": 0.707, "mscale_all_dim": 1.0}, None, 131072),
     "yarn_no_truncate": ({**YARN, "truncate": False}, None, 131072),
     "yarn_short": ({**YARN, "original_max_position_embeddings": 8}, None, 32),  # ramp clamped at dim 0
-    "llama3": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 64}, None, 256),
+    "llama3": (
+        {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+        None,
+        256,
+    ),
 }
 
 
@@ -148,8 +165,13 @@ def _hf_config(case, theta):
     from transformers import LlamaConfig
 
     params, _, max_pos = ROPE_CASES[case]
-    return LlamaConfig(hidden_size=64, num_attention_heads=4, head_dim=HEAD_DIM, max_position_embeddings=max_pos,
-                       rope_parameters={**params, "rope_theta": theta})
+    return LlamaConfig(
+        hidden_size=64,
+        num_attention_heads=4,
+        head_dim=HEAD_DIM,
+        max_position_embeddings=max_pos,
+        rope_parameters={**params, "rope_theta": theta},
+    )
 
 
 def _ours(case, theta, seq_len):
@@ -312,5 +334,6 @@ def test_alibi_decode_step_matches_bloom(n_heads):
     n_k = 9
     scores = np.random.default_rng(4).standard_normal((n_heads, 1, n_k))
     bloom = _bloom_alibi(n_heads, n_k)  # [h, 1, n_k], broadcast over the single query
-    np.testing.assert_allclose(_softmax(scores + alibi_bias(n_heads, 1, n_k)), _softmax(scores + bloom),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        _softmax(scores + alibi_bias(n_heads, 1, n_k)), _softmax(scores + bloom), rtol=0, atol=1e-9
+    )

@@ -5,7 +5,6 @@ from importlib import resources
 
 import numpy as np
 import pytest
-
 from conftest import doc
 
 # Hand-computed for woaini (SPEC §4): H = E[tokens] + sinusoidal PE, d = 4.
@@ -17,7 +16,7 @@ PIPE = ["embed", "pe", "qkv", "scores", "mask", "softmax", "attend"]
 
 
 def close(actual, expected, decimals=3):
-    np.testing.assert_allclose(np.asarray(actual, float), expected, atol=0.5 * 10 ** -decimals + 1e-12)
+    np.testing.assert_allclose(np.asarray(actual, float), expected, atol=0.5 * 10**-decimals + 1e-12)
 
 
 def test_pipe_of_seven_stages_keeps_every_tensor(cli):
@@ -134,11 +133,21 @@ def test_padding_and_fully_blocked_rows(cli, tmp_path):
 
 def test_multi_head_and_gqa_column_split(cli):
     rng = np.random.default_rng(0)
-    fx = {"vocab": ["a", "b", "c"], "d_model": 4, "embedding": rng.normal(size=(3, 4)).round(2).tolist(),
-          "position": {"type": "none"}, "source": ["a", "b", "c"],
-          "attention": {"heads": 4, "kv_heads": 2, "Wq": rng.normal(size=(4, 8)).round(2).tolist(),
-                        "Wk": rng.normal(size=(4, 4)).round(2).tolist(), "Wv": rng.normal(size=(4, 4)).round(2).tolist(),
-                        "Wo": rng.normal(size=(8, 4)).round(2).tolist()}}
+    fx = {
+        "vocab": ["a", "b", "c"],
+        "d_model": 4,
+        "embedding": rng.normal(size=(3, 4)).round(2).tolist(),
+        "position": {"type": "none"},
+        "source": ["a", "b", "c"],
+        "attention": {
+            "heads": 4,
+            "kv_heads": 2,
+            "Wq": rng.normal(size=(4, 8)).round(2).tolist(),
+            "Wk": rng.normal(size=(4, 4)).round(2).tolist(),
+            "Wv": rng.normal(size=(4, 4)).round(2).tolist(),
+            "Wo": rng.normal(size=(8, 4)).round(2).tolist(),
+        },
+    }
     d = doc(cli("attend", "-f", "json", input=json.dumps(fx)))
     x = np.asarray(fx["embedding"])
     q, k, v = (x @ np.asarray(fx["attention"][w]) for w in ("Wq", "Wk", "Wv"))
@@ -146,9 +155,9 @@ def test_multi_head_and_gqa_column_split(cli):
     assert s.shape == (4, 3, 3)
     for head in range(4):
         kv = head // 2  # query heads 0,1 share KV head 0; 2,3 share KV head 1
-        np.testing.assert_allclose(s[head], q[:, 2 * head:2 * head + 2] @ k[:, 2 * kv:2 * kv + 2].T, atol=1e-12)
+        np.testing.assert_allclose(s[head], q[:, 2 * head : 2 * head + 2] @ k[:, 2 * kv : 2 * kv + 2].T, atol=1e-12)
     a = np.asarray(d["tensors"]["A"])
-    o = np.concatenate([a[h] @ v[:, 2 * (h // 2):2 * (h // 2) + 2] for h in range(4)], axis=1)
+    o = np.concatenate([a[h] @ v[:, 2 * (h // 2) : 2 * (h // 2) + 2] for h in range(4)], axis=1)
     np.testing.assert_allclose(d["tensors"]["O"], o, atol=1e-12)
     np.testing.assert_allclose(d["tensors"]["Z"], o @ np.asarray(fx["attention"]["Wo"]), atol=1e-12)
     out = cli("scores", "-f", "table", "--cell", "S:1,0,2", input=json.dumps(fx)).stdout

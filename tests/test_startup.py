@@ -23,16 +23,33 @@ def test_help_does_not_import_numpy(args):
 
 
 def test_a_stage_does_import_numpy_and_works():
-    run = subprocess.run([sys.executable, "-c", PROBE.format(args="'softmax', '--scores', '1 2', '-f', 'json'")],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE.format(args="'softmax', '--scores', '1 2', '-f', 'json'")],
+        capture_output=True,
+        text=True,
+    )
     assert run.stdout.strip().splitlines()[-1] == "NUMPY"
     assert '"A": [[0.2689414213699951, 0.7310585786300049]]' in run.stdout
 
 
 def test_every_command_is_documented(cli):
     out = cli("--help").stdout
-    for command in ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder", "generate",
-                    "walk", "check", "kvcache", "examples"):
+    for command in (
+        "embed",
+        "pe",
+        "qkv",
+        "scores",
+        "mask",
+        "softmax",
+        "attend",
+        "encoder",
+        "decoder",
+        "generate",
+        "walk",
+        "check",
+        "kvcache",
+        "examples",
+    ):
         assert f" {command} " in out, command
         sub = cli(command, "--help")
         assert sub.exit_code == 0 and "Usage" in sub.stdout

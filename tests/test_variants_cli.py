@@ -11,7 +11,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import doc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -20,8 +19,8 @@ ROPE = ["--set", "position.type=rope"]
 
 # ------------------------------------------------------------------------------------ --set
 
-@pytest.mark.parametrize("stage", ["embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder",
-                                   "decoder"])
+
+@pytest.mark.parametrize("stage", ["embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder"])
 def test_set_is_accepted_by_every_stage(cli, stage):
     d = doc(cli(stage, "--example", "woaini", *ROPE, "--set", "attention.kv_heads=1", "-f", "json"))
     assert d["fixture"]["position"]["type"] == "rope" and d["fixture"]["attention"]["kv_heads"] == 1
@@ -55,12 +54,15 @@ def test_set_on_generate_check_and_walk(cli):
     assert json.loads(out.stdout)["first_slip"] is None
 
 
-@pytest.mark.parametrize("assignment,expected", [
-    ("position.type", "KEY=VALUE"),
-    ("=rope", "a field path"),
-    ("attention.Wq[9]=1", "an existing list entry [9]"),
-    ("vocab.x=1", "a path through objects"),
-])
+@pytest.mark.parametrize(
+    "assignment,expected",
+    [
+        ("position.type", "KEY=VALUE"),
+        ("=rope", "a field path"),
+        ("attention.Wq[9]=1", "an existing list entry [9]"),
+        ("vocab.x=1", "a path through objects"),
+    ],
+)
 def test_bad_set_paths_exit_2(cli, assignment, expected):
     for command in ("qkv", "softmax", "decoder"):
         out = cli(command, "--example", "woaini", "--set", assignment)
@@ -71,21 +73,37 @@ def test_bad_set_paths_exit_2(cli, assignment, expected):
 
 # ------------------------------------------------------------------- invalid variant settings
 
-@pytest.mark.parametrize("example,sets,field,expected", [
-    # woaini's Wq is 4 × 4: with 4 heads d_k = 1, which RoPE cannot pair
-    ("woaini", ["position.type=rope", "attention.heads=4", "attention.kv_heads=4"], "position.type",
-     "an even head dimension d_k for RoPE, found d_k = 1"),
-    ("wochiyu", ["attention.heads=2", "attention.kv_heads=3"], "attention.kv_heads", "a divisor of heads = 2"),
-    ("woaini", ["attention.heads=4", "attention.kv_heads=3"], "attention.kv_heads", "a divisor of heads = 4"),
-    ("woaini", ["position.type=rope", 'position.scaling={"type": "ntk", "factor": 2}'], "position.scaling.type",
-     "one of default, linear, dynamic, yarn, llama3"),
-    ("wochiyu", ["position.type=rope", "position.layout=diagonal"], "position.layout", "one of half, interleaved"),
-    ("woaini", ["position.type=rope", 'position.scaling={"type": "linear"}'], "position.scaling.factor",
-     "a number >= 1"),
-    ("woaini", ["position.type=rope", "position.scaling=linear"], "position.scaling", "an object"),
-    ("woaini", ["position.type=xpos"], "position.type", "one of sinusoidal, learned, rope, alibi, none"),
-    ("woaini", ["position.type=rope", "position.theta=-5"], "position.theta", "a positive number"),
-])
+
+@pytest.mark.parametrize(
+    "example,sets,field,expected",
+    [
+        # woaini's Wq is 4 × 4: with 4 heads d_k = 1, which RoPE cannot pair
+        (
+            "woaini",
+            ["position.type=rope", "attention.heads=4", "attention.kv_heads=4"],
+            "position.type",
+            "an even head dimension d_k for RoPE, found d_k = 1",
+        ),
+        ("wochiyu", ["attention.heads=2", "attention.kv_heads=3"], "attention.kv_heads", "a divisor of heads = 2"),
+        ("woaini", ["attention.heads=4", "attention.kv_heads=3"], "attention.kv_heads", "a divisor of heads = 4"),
+        (
+            "woaini",
+            ["position.type=rope", 'position.scaling={"type": "ntk", "factor": 2}'],
+            "position.scaling.type",
+            "one of default, linear, dynamic, yarn, llama3",
+        ),
+        ("wochiyu", ["position.type=rope", "position.layout=diagonal"], "position.layout", "one of half, interleaved"),
+        (
+            "woaini",
+            ["position.type=rope", 'position.scaling={"type": "linear"}'],
+            "position.scaling.factor",
+            "a number >= 1",
+        ),
+        ("woaini", ["position.type=rope", "position.scaling=linear"], "position.scaling", "an object"),
+        ("woaini", ["position.type=xpos"], "position.type", "one of sinusoidal, learned, rope, alibi, none"),
+        ("woaini", ["position.type=rope", "position.theta=-5"], "position.theta", "a positive number"),
+    ],
+)
 @pytest.mark.parametrize("command", ["scores", "attend"])
 def test_invalid_settings_exit_2_naming_the_field(cli, command, example, sets, field, expected):
     args = [a for s in sets for a in ("--set", s)]
@@ -97,18 +115,29 @@ def test_invalid_settings_exit_2_naming_the_field(cli, command, example, sets, f
 
 # -------------------------------------------------------------- RoPE display, ALiBi, GQA notes
 
+
 def test_angle_table_names_pairs_and_frequencies(cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")  # titles on one line
     out = cli("qkv", "--example", "woaini", *ROPE, "-f", "table", "--only", "angles").stdout
     assert "inv_freq = [1, 0.01]" in out
     assert "pair 0 (0,2)  pair 1 (1,3)" in out
     assert "爱         1.000         0.010" in out
-    out = cli("qkv", "--example", "woaini", *ROPE, "--set", "position.layout=interleaved", "-f", "table",
-              "--only", "angles").stdout
+    out = cli(
+        "qkv", "--example", "woaini", *ROPE, "--set", "position.layout=interleaved", "-f", "table", "--only", "angles"
+    ).stdout
     assert "pair 0 (0,1)  pair 1 (2,3)" in out
-    out = cli("qkv", "--example", "woaini", *ROPE, "--set",
-              'position.scaling={"type": "yarn", "factor": 4, "original_max_position_embeddings": 2}',
-              "-f", "table", "--only", "angles").stdout
+    out = cli(
+        "qkv",
+        "--example",
+        "woaini",
+        *ROPE,
+        "--set",
+        'position.scaling={"type": "yarn", "factor": 4, "original_max_position_embeddings": 2}',
+        "-f",
+        "table",
+        "--only",
+        "angles",
+    ).stdout
     assert "yarn scaling, cos and sin × 1.139" in out  # 0.1·ln 4 + 1 = 1.1386
 
 
@@ -127,8 +156,21 @@ def test_cell_on_q_rope_shows_the_rotation_of_its_pair(cli, monkeypatch):
 
 
 def test_alibi_bias_with_two_heads(cli):
-    d = doc(cli("scores", "--example", "woaini", "--set", "position.type=alibi", "--set", "attention.heads=2",
-                "--set", "attention.kv_heads=2", "-f", "json"))
+    d = doc(
+        cli(
+            "scores",
+            "--example",
+            "woaini",
+            "--set",
+            "position.type=alibi",
+            "--set",
+            "attention.heads=2",
+            "--set",
+            "attention.kv_heads=2",
+            "-f",
+            "json",
+        )
+    )
     bias = np.asarray(d["tensors"]["bias"])
     # 2 heads: slopes 2^(−8·1/2) = 1/16 and 2^(−8·2/2) = 1/256; bias = −slope·(i − j)
     assert bias.shape == (2, 3, 3)
@@ -139,22 +181,34 @@ def test_alibi_bias_with_two_heads(cli):
 
 
 def test_gqa_and_mqa_are_named(cli):
-    gqa = "GQA: 4 query heads share 2 KV heads (2 per KV head): query heads 0, 1 → KV head 0; query heads 2, 3 " \
-          "→ KV head 1"
+    gqa = (
+        "GQA: 4 query heads share 2 KV heads (2 per KV head): query heads 0, 1 → KV head 0; query heads 2, 3 "
+        "→ KV head 1"
+    )
     assert gqa in doc(cli("qkv", "--example", "tinyllama", "-f", "json"))["notes"]
     out = cli("scores", "--example", "tinyllama", "-f", "table", "--no-work").stdout
     assert out.startswith("GQA: 4 query heads share 2 KV heads")  # printed above the tables
     notes = doc(cli("decoder", "--example", "tinyllama", "-f", "json"))["notes"]
     assert "dec.0.self: " + gqa in notes and "dec.1.self: " + gqa in notes
-    mqa = ["--set", "attention.heads=2", "--set", "attention.kv_heads=1", "--set",
-           "attention.Wk=[[0.3], [0.1], [0.2], [-0.1]]", "--set", "attention.Wv=[[0.1], [0.5], [0.3], [-0.4]]",
-           "--set", "attention.Wo=[[1, 0, 0, 0], [0, 1, 0, 0]]"]
+    mqa = [
+        "--set",
+        "attention.heads=2",
+        "--set",
+        "attention.kv_heads=1",
+        "--set",
+        "attention.Wk=[[0.3], [0.1], [0.2], [-0.1]]",
+        "--set",
+        "attention.Wv=[[0.1], [0.5], [0.3], [-0.4]]",
+        "--set",
+        "attention.Wo=[[1, 0, 0, 0], [0, 1, 0, 0]]",
+    ]
     d = doc(cli("qkv", "--example", "wochiyu", *mqa, "-f", "json"))
     assert "MQA: 2 query heads share 1 KV head (2 per KV head): query heads 0, 1 → KV head 0" in d["notes"]
     assert not doc(cli("qkv", "--example", "woaini", "-f", "json"))["notes"]  # one head: nothing to say
 
 
 # ------------------------------------------------------------------- decoder-only: tinyllama
+
 
 def test_tinyllama_is_the_llama_recipe():
     raw = json.loads(open(os.path.join(ROOT, "attncalc", "examples", "tinyllama.json"), encoding="utf-8").read())
@@ -171,8 +225,12 @@ def test_tinyllama_is_the_llama_recipe():
 
 
 def test_make_tinyllama_is_deterministic():
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "fixtures", "make_tinyllama.py"), "--check"],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "fixtures", "make_tinyllama.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "up to date" in out.stdout
 
@@ -201,6 +259,7 @@ def test_tinyllama_decoder_stage(cli):
 
 
 # ------------------------------------------------------------------------------------- compare
+
 
 def test_compare_rope_against_sinusoidal(cli):
     d = doc(cli("compare", "--example", "woaini", *ROPE, "--stage", "softmax", "-f", "json"))
@@ -234,8 +293,23 @@ def test_compare_table_marks_changed_cells(cli):
 
 
 def test_compare_left_and_right_sets(cli):
-    d = doc(cli("compare", "--example", "woaini", "--stage", "mask", "--kind", "causal", "--left-set",
-                "attention.scale=0.2", "--right-set", "attention.scale=0.1", "-f", "json"))
+    d = doc(
+        cli(
+            "compare",
+            "--example",
+            "woaini",
+            "--stage",
+            "mask",
+            "--kind",
+            "causal",
+            "--left-set",
+            "attention.scale=0.2",
+            "--right-set",
+            "attention.scale=0.1",
+            "-f",
+            "json",
+        )
+    )
     s = d["tensors"]["S_masked"]
     assert s["left"][0][1] == "-inf" == s["right"][0][1]  # blocked on both sides: unchanged
     assert s["changed"] == [[True, False, False], [True, True, False], [True, True, True]]
@@ -250,20 +324,36 @@ def test_compare_reads_a_pipe_document_and_recomputes(cli):
 
 
 def test_compare_markdown_and_gqa_shapes(cli):
-    out = cli("compare", "--example", "tinyllama", "--set", 'position.scaling={"type": "linear", "factor": 2}',
-              "--stage", "scores", "--only", "S_scaled", "-f", "markdown")
+    out = cli(
+        "compare",
+        "--example",
+        "tinyllama",
+        "--set",
+        'position.scaling={"type": "linear", "factor": 2}',
+        "--stage",
+        "scores",
+        "--only",
+        "S_scaled",
+        "-f",
+        "markdown",
+    )
     assert out.exit_code == 0, out.stderr
-    assert "*left head 3*" in out.stdout and "**0.403**" in out.stdout  # S_scaled[head 0, <s>, the] on the right (= dec.0.self.S_scaled: attention over RMSNorm(H))
+    assert (
+        "*left head 3*" in out.stdout and "**0.403**" in out.stdout
+    )  # S_scaled[head 0, <s>, the] on the right (= dec.0.self.S_scaled: attention over RMSNorm(H))
 
 
-@pytest.mark.parametrize("args,message", [
-    ([], "compare: expected at least one change"),
-    (["--set", "position.layout=diagonal", *ROPE], "position.layout (right side: --set position.layout=diagonal"),
-    (["--left-set", "attention.heads=0"], "(left side: --set attention.heads=0)"),
-    (["--set", "foo"], "--set (right side: --set foo): expected KEY=VALUE"),
-    ([*ROPE, "--stage", "logits"], "--stage: expected one of"),
-    ([*ROPE, "--only", "Nope"], "--only: expected tensors of this stage"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ([], "compare: expected at least one change"),
+        (["--set", "position.layout=diagonal", *ROPE], "position.layout (right side: --set position.layout=diagonal"),
+        (["--left-set", "attention.heads=0"], "(left side: --set attention.heads=0)"),
+        (["--set", "foo"], "--set (right side: --set foo): expected KEY=VALUE"),
+        ([*ROPE, "--stage", "logits"], "--stage: expected one of"),
+        ([*ROPE, "--only", "Nope"], "--only: expected tensors of this stage"),
+    ],
+)
 def test_compare_errors_exit_2(cli, args, message):
     out = cli("compare", "--example", "woaini", *args)
     assert out.exit_code == 2 and message in out.stderr and out.stderr.count("\n") == 1

@@ -25,9 +25,9 @@ from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # noqa:
 from transformers.models.gptj.modeling_gptj import apply_rotary_pos_emb as gptj_rotate  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb  # noqa: E402
 
-from attncalc.build import Options  # noqa: E402
-from attncalc.build_layers import build  # noqa: E402
-from attncalc.fixture import Fixture  # noqa: E402
+from attncalc.core.build import Options  # noqa: E402
+from attncalc.core.build_layers import build  # noqa: E402
+from attncalc.core.fixture import Fixture  # noqa: E402
 
 F = torch.nn.functional
 EXACT, FLOAT32 = 1e-9, 1e-6
@@ -39,10 +39,19 @@ def fixture(n=6, d=12, heads=4, kv_heads=2, dk=4, position=None, seed=0):
     vocab = [f"t{i}" for i in range(n)]
     w = lambda rows, cols: (rng.normal(size=(rows, cols)) / math.sqrt(rows)).tolist()  # noqa: E731
     return {
-        "vocab": vocab, "d_model": d, "embedding": rng.normal(size=(n, d)).tolist(), "source": vocab,
+        "vocab": vocab,
+        "d_model": d,
+        "embedding": rng.normal(size=(n, d)).tolist(),
+        "source": vocab,
         "position": position or {"type": "none"},
-        "attention": {"heads": heads, "kv_heads": kv_heads, "Wq": w(d, heads * dk), "Wk": w(d, kv_heads * dk),
-                      "Wv": w(d, kv_heads * dk), "Wo": w(heads * dk, d)},
+        "attention": {
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "Wq": w(d, heads * dk),
+            "Wk": w(d, kv_heads * dk),
+            "Wv": w(d, kv_heads * dk),
+            "Wo": w(heads * dk, d),
+        },
     }
 
 
@@ -73,12 +82,29 @@ SCALINGS = {
     "linear": {"type": "linear", "factor": 2.0},
     "dynamic": {"type": "dynamic", "factor": 2.0, "max_position_embeddings": 4},  # 6 positions > 4: base grows
     "yarn": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
-    "yarn-mscale": {"type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32, "mscale": 0.707,
-                    "mscale_all_dim": 1.0, "beta_fast": 16, "beta_slow": 2},
-    "yarn-attention-factor": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
-                              "attention_factor": 1.5, "truncate": False},
-    "llama3": {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-               "original_max_position_embeddings": 64},
+    "yarn-mscale": {
+        "type": "yarn",
+        "factor": 8.0,
+        "original_max_position_embeddings": 32,
+        "mscale": 0.707,
+        "mscale_all_dim": 1.0,
+        "beta_fast": 16,
+        "beta_slow": 2,
+    },
+    "yarn-attention-factor": {
+        "type": "yarn",
+        "factor": 4.0,
+        "original_max_position_embeddings": 64,
+        "attention_factor": 1.5,
+        "truncate": False,
+    },
+    "llama3": {
+        "type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64,
+    },
 }
 N, DK, THETA = 6, 16, 10000.0
 
@@ -90,10 +116,17 @@ def hf_rope(scaling, heads, kv_heads):
     if scaling:
         params.update({k: v for k, v in scaling.items() if k not in ("type", "max_position_embeddings")})
         params["rope_type"] = scaling["type"]
-        max_pos = scaling.get("max_position_embeddings", int(scaling.get("original_max_position_embeddings", 64)
-                                                                * scaling["factor"]))
-    config = LlamaConfig(hidden_size=heads * DK, num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=DK,
-                         max_position_embeddings=max_pos, rope_parameters=params)
+        max_pos = scaling.get(
+            "max_position_embeddings", int(scaling.get("original_max_position_embeddings", 64) * scaling["factor"])
+        )
+    config = LlamaConfig(
+        hidden_size=heads * DK,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=DK,
+        max_position_embeddings=max_pos,
+        rope_parameters=params,
+    )
     rope = LlamaRotaryEmbedding(config)
     cos, sin = rope(torch.zeros(1, N, DK, dtype=torch.float64), torch.arange(N)[None])
     return cos, sin, rope
@@ -109,8 +142,7 @@ def rotate(layout, q, k, cos, sin):
 
 
 def sdpa(q, k, v, causal, scale=None):
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
-                                          enable_gqa=q.shape[1] != k.shape[1])
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=q.shape[1] != k.shape[1])
 
 
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
@@ -167,11 +199,13 @@ def test_rope_interleaved_frequencies_match_gptj_table():
 
     value = run(fixture(N, 12, 4, 2, DK, {"type": "rope", "layout": "interleaved"}))
     table = create_sinusoidal_positions(N, DK).double().numpy()
-    np.testing.assert_allclose(table, np.concatenate([np.sin(value("angles")), np.cos(value("angles"))], 1),
-                               rtol=0, atol=FLOAT32)
+    np.testing.assert_allclose(
+        table, np.concatenate([np.sin(value("angles")), np.cos(value("angles"))], 1), rtol=0, atol=FLOAT32
+    )
 
 
 # --------------------------------------------------------------------------------------- ALiBi
+
 
 @pytest.mark.parametrize("heads", [4, 6])
 @pytest.mark.parametrize("causal", [True, False])
@@ -190,8 +224,9 @@ def test_alibi_matches_bloom(heads, causal):
     np.testing.assert_allclose(bias[:, 2, 0], -2 * slopes, rtol=0, atol=1e-15)
     # BLOOM adds slope·j; attncalc −slope·(i − j): they differ by −slope·i, the same for every key of row i
     shift = bias - alibi[0].numpy()
-    np.testing.assert_allclose(shift, -slopes[:, None, None] * np.arange(n)[None, :, None] * np.ones((1, 1, n)),
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        shift, -slopes[:, None, None] * np.arange(n)[None, :, None] * np.ones((1, 1, n)), rtol=0, atol=1e-12
+    )
 
     scores = q @ k.transpose(-1, -2) / math.sqrt(dk) + alibi  # BLOOM: baddbmm(alibi, q, kᵀ, alpha=1/√d)
     if causal:
@@ -203,6 +238,7 @@ def test_alibi_matches_bloom(heads, causal):
 
 # ------------------------------------------------------------------------------------ GQA / MQA
 
+
 @pytest.mark.parametrize("heads,kv_heads", [(4, 2), (4, 1), (6, 3), (6, 2), (4, 4), (1, 1)])
 @pytest.mark.parametrize("causal", [True, False])
 def test_gqa_and_mqa_match_sdpa(heads, kv_heads, causal):
@@ -211,8 +247,10 @@ def test_gqa_and_mqa_match_sdpa(heads, kv_heads, causal):
     raw["attention"]["scale"] = 0.3 if heads == 6 else None  # a fixture scale, once
     value = run(raw, kind="causal" if causal else None)
     x = torch.tensor(raw["embedding"], dtype=torch.float64)
-    q, k, v = (heads_of((x @ torch.tensor(raw["attention"][w], dtype=torch.float64)).numpy(), h)
-               for w, h in (("Wq", heads), ("Wk", kv_heads), ("Wv", kv_heads)))
+    q, k, v = (
+        heads_of((x @ torch.tensor(raw["attention"][w], dtype=torch.float64)).numpy(), h)
+        for w, h in (("Wq", heads), ("Wk", kv_heads), ("Wv", kv_heads))
+    )
     scale = raw["attention"]["scale"]
     out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
     np.testing.assert_allclose(value("O"), flat(out), rtol=0, atol=EXACT)
@@ -223,5 +261,4 @@ def test_gqa_and_mqa_match_sdpa(heads, kv_heads, causal):
     if causal:
         s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
     np.testing.assert_allclose(per_head(value("A"), heads), s.softmax(-1)[0].numpy(), rtol=0, atol=EXACT)
-    np.testing.assert_allclose(per_head(value("S"), heads), (q @ kr.transpose(-1, -2))[0].numpy(), rtol=0,
-                               atol=EXACT)
+    np.testing.assert_allclose(per_head(value("S"), heads), (q @ kr.transpose(-1, -2))[0].numpy(), rtol=0, atol=EXACT)

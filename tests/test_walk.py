@@ -21,8 +21,14 @@ Q_CELL = "Q[爱, 0] = 0.841×0.5 + 1.540×0 + 0.010×0.5 + 2.000×0 = 0.426"
 def spawn(*args):
     env = dict(os.environ, NO_COLOR="1", COLUMNS="100", LANG="C.UTF-8", PYTHONIOENCODING="utf-8")
     env.pop("ATTNCALC_DEBUG", None)
-    child = pexpect.spawn(sys.executable, ["-m", "attncalc", "walk", "--example", "woaini", *args], env=env,
-                          encoding="utf-8", timeout=20, dimensions=(40, 100))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "attncalc", "walk", "--example", "woaini", *args],
+        env=env,
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(40, 100),
+    )
     return child
 
 
@@ -139,9 +145,16 @@ def test_no_pause_prints_every_stage_in_order(cli):
     assert [k for k, _, _ in shown] == list(range(1, shown[0][1] + 1))
     stages = list(dict.fromkeys(s for _, _, s in shown))
     assert stages == STAGE_ORDER
-    for text in (Q_CELL.replace("爱", "你").split(" = ")[0], "Why ÷√d_k", "Causal mask", "Cross-attention",
-                 "Teacher forcing", "Residual (the Add)", "loss = (0.164 + 0.158 + 0.101 + 0.182) / 4 = 0.151",
-                 "generated: I love you </s>"):
+    for text in (
+        Q_CELL.replace("爱", "你").split(" = ")[0],
+        "Why ÷√d_k",
+        "Causal mask",
+        "Cross-attention",
+        "Teacher forcing",
+        "Residual (the Add)",
+        "loss = (0.164 + 0.158 + 0.101 + 0.182) / 4 = 0.151",
+        "generated: I love you </s>",
+    ):
         assert text in r.stdout, text
 
 
@@ -154,10 +167,16 @@ def test_from_to_pick_stages(cli):
     assert {s for _, _, s in screens(r.stdout)} == {"generate"}
 
 
-@pytest.mark.parametrize("args, where", [(["--from", "qvk"], "--from"), (["--from", "softmax", "--to", "qkv"],
-                                                                          "--from/--to"),
-                                         (["-f", "json"], "--format"), (["--export", "walk.txt"], "--export"),
-                                         (["--lang", "fr"], "--lang")])
+@pytest.mark.parametrize(
+    "args, where",
+    [
+        (["--from", "qvk"], "--from"),
+        (["--from", "softmax", "--to", "qkv"], "--from/--to"),
+        (["-f", "json"], "--format"),
+        (["--export", "walk.txt"], "--export"),
+        (["--lang", "fr"], "--lang"),
+    ],
+)
 def test_bad_options_exit_2_in_one_line(cli, args, where):
     r = cli("walk", "--example", "woaini", "--no-pause", *args)
     assert r.exit_code == 2
@@ -219,16 +238,31 @@ def test_variants_have_their_own_why(cli, tmp_path):
     eye = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]
     half = [[0.5, 0.0], [0.0, 0.5], [0.5, 0.0], [0.0, 0.5]]
     attn = {"heads": 2, "kv_heads": 1, "Wq": eye, "Wk": half, "Wv": half}
-    fixture = {"vocab": ["a", "b", "c"], "d_model": 4, "embedding": eye[:3], "source": ["a", "b", "c"],
-               "position": {"type": "rope"}, "attention": attn,
-               "encoder": {"norm": "rmsnorm", "activation": "swiglu", "layers": [{
-                   "self_attention": attn, "ffn": {"W1": half, "W3": half, "W2": [[1, 0, 0, 0], [0, 1, 0, 0]]}}]}}
+    fixture = {
+        "vocab": ["a", "b", "c"],
+        "d_model": 4,
+        "embedding": eye[:3],
+        "source": ["a", "b", "c"],
+        "position": {"type": "rope"},
+        "attention": attn,
+        "encoder": {
+            "norm": "rmsnorm",
+            "activation": "swiglu",
+            "layers": [{"self_attention": attn, "ffn": {"W1": half, "W3": half, "W2": [[1, 0, 0, 0], [0, 1, 0, 0]]}}],
+        },
+    }
     path = tmp_path / "gqa.json"
     path.write_text(json.dumps(fixture))
     r = cli("walk", "--fixture", str(path), "--no-pause", "--to", "encoder")
     assert r.exit_code == 0, r.stderr
-    for text in ("GQA: there are fewer K/V heads", "Multi-head: the columns", "RoPE rotates each pair",
-                 "RMSNorm (LLaMA, Gemma)", "SwiGLU (LLaMA, Mistral)", "With RoPE nothing is added to X"):
+    for text in (
+        "GQA: there are fewer K/V heads",
+        "Multi-head: the columns",
+        "RoPE rotates each pair",
+        "RMSNorm (LLaMA, Gemma)",
+        "SwiGLU (LLaMA, Mistral)",
+        "With RoPE nothing is added to X",
+    ):
         assert text in r.stdout, text
 
 

@@ -4,17 +4,17 @@ Nothing here imports NumPy or the math: command bodies import what they need, so
 and tab completion stay as fast as Typer itself.
 """
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from .. import __version__
-from . import options as o
+from attncalc import __version__
+from attncalc.cli import options as o
 
 app = o.App(
     name="attncalc",
     help="A step-by-step calculator for Transformer attention: every matrix labelled with its tokens, "
-         "any cell's arithmetic written out, JSON piped between stages, your own numbers checked.",
+    "any cell's arithmetic written out, JSON piped between stages, your own numbers checked.",
     no_args_is_help=True,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -42,21 +42,34 @@ def _version(value: bool):
 
 
 @app.callback()
-def main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                               help="Show the version and exit.")] = False):
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+):
     """attncalc"""
 
 
 def make_request(stage, document, example, fixture, kind, scale, block, heads, kv_heads, sets, inline):
-    from ..session import Request
+    from attncalc.inputs.session import Request
 
-    return Request(stage=stage, example=example, fixture=fixture, document=document,
-                   inline={k: v for k, v in inline.items() if v is not None}, sets=list(sets or []), kind=kind,
-                   scale=scale, block=block, heads=heads, kv_heads=kv_heads)
+    return Request(
+        stage=stage,
+        example=example,
+        fixture=fixture,
+        document=document,
+        inline={k: v for k, v in inline.items() if v is not None},
+        sets=list(sets or []),
+        kind=kind,
+        scale=scale,
+        block=block,
+        heads=heads,
+        kv_heads=kv_heads,
+    )
 
 
 def check_choices(fmt: str, kind: str | None, lang: str | None):
-    from ..errors import InputError
+    from attncalc.errors import InputError
 
     if fmt not in ("auto", "table", "json", "markdown", "latex"):
         raise InputError("--format", "auto, table, json, markdown or latex", repr(fmt))
@@ -67,30 +80,65 @@ def check_choices(fmt: str, kind: str | None, lang: str | None):
 
 
 def stage_command(stage: str):
-    def command(document: o.Document = None, example: o.Example = None, fixture: o.FixturePath = None,
-                fmt: o.Format = "auto", precision: o.Precision = 3, work: o.Work = None, cell: o.Cell = None,
-                only: o.Only = None, lang: o.Lang = None, kind: o.Kind = None, scale: o.Scale = None,
-                block: o.Block = None, heads: o.Heads = None, kv_heads: o.KvHeads = None, sets: o.Set = None,
-                x: o.X = None, wq: o.Wq = None, wk: o.Wk = None, wv: o.Wv = None, wo: o.Wo = None, q: o.Q = None,
-                k: o.K = None, v: o.V = None, scores: o.Scores = None, weights: o.Weights = None,
-                debug: o.Debug = False):
+    def command(
+        document: o.Document = None,
+        example: o.Example = None,
+        fixture: o.FixturePath = None,
+        fmt: o.Format = "auto",
+        precision: o.Precision = 3,
+        work: o.Work = None,
+        cell: o.Cell = None,
+        only: o.Only = None,
+        lang: o.Lang = None,
+        kind: o.Kind = None,
+        scale: o.Scale = None,
+        block: o.Block = None,
+        heads: o.Heads = None,
+        kv_heads: o.KvHeads = None,
+        sets: o.Set = None,
+        x: o.X = None,
+        wq: o.Wq = None,
+        wk: o.Wk = None,
+        wv: o.Wv = None,
+        wo: o.Wo = None,
+        q: o.Q = None,
+        k: o.K = None,
+        v: o.V = None,
+        scores: o.Scores = None,
+        weights: o.Weights = None,
+        debug: o.Debug = False,
+    ):
         def run():
             check_choices(fmt, kind, lang)
             o.quiet_blas_threads()
-            from ..output import emit
-            from ..session import evaluate, open_session
+            from attncalc.inputs.session import evaluate, open_session
+            from attncalc.render.output import emit
 
-            req = make_request(stage, document, example, fixture, kind, scale, block, heads, kv_heads, sets,
-                               dict(x=x, wq=wq, wk=wk, wv=wv, wo=wo, q=q, k=k, v=v, scores=scores,
-                                    weights=weights))
+            req = make_request(
+                stage,
+                document,
+                example,
+                fixture,
+                kind,
+                scale,
+                block,
+                heads,
+                kv_heads,
+                sets,
+                dict(x=x, wq=wq, wk=wk, wv=wv, wo=wo, q=q, k=k, v=v, scores=scores, weights=weights),
+            )
             session = open_session(req)
             names = [n.strip() for n in only.split(",")] if only else None
             values = evaluate(session, None if cell else names)  # --only: compute (and hold) only those
             if not values:
-                from ..errors import InputError
+                from attncalc.errors import InputError
 
-                raise InputError(stage, "enough input to compute this stage (for example --example woaini, or "
-                                 "the inline matrices of --help)", "only " + ", ".join(req.inline or ["nothing"]))
+                raise InputError(
+                    stage,
+                    "enough input to compute this stage (for example --example woaini, or "
+                    "the inline matrices of --help)",
+                    "only " + ", ".join(req.inline or ["nothing"]),
+                )
             for message in session.graph.warnings:
                 import sys
 
@@ -116,7 +164,7 @@ def examples(fmt: o.Format = "auto"):
         import json
         import sys
 
-        from ..session import example_names, load_example
+        from attncalc.inputs.examples import example_names, load_example
 
         rows = [(n, load_example(n).get("description", "")) for n in example_names()]
         if fmt == "json" or fmt == "auto" and not sys.stdout.isatty():
@@ -128,7 +176,7 @@ def examples(fmt: o.Format = "auto"):
     o.guarded(run, False)
 
 
-from . import check_cmd, compare_cmd, generate_cmd, kvcache_cmd, walk_cmd  # noqa: E402 (they need `app`)
+from attncalc.cli import check_cmd, compare_cmd, generate_cmd, kvcache_cmd, walk_cmd  # noqa: E402 (they need `app`)
 
 for _module in (generate_cmd, walk_cmd, check_cmd, kvcache_cmd, compare_cmd):
     _module.register(app)

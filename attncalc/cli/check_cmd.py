@@ -13,14 +13,26 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import options as o
+from attncalc.cli import options as o
 
-Worksheet = Annotated[str, typer.Argument(
-    help="Your worksheet: JSON {\"Q\": [[…]], \"S\": [[…]]} or text (`Q =` then rows, `#` comments); "
-         "- reads stdin (the model then comes from --example or --fixture).", show_default=False)]
-Tol = Annotated[Optional[float], typer.Option(
-    "--tol", help="One absolute tolerance for every cell (default: from the decimals you wrote, "
-                  "0.43 → 0.01, 0.4 → 0.1, an integer → 0.5).", rich_help_panel=o.OUTPUT, show_default=False)]
+Worksheet = Annotated[
+    str,
+    typer.Argument(
+        help='Your worksheet: JSON {"Q": [[…]], "S": [[…]]} or text (`Q =` then rows, `#` comments); '
+        "- reads stdin (the model then comes from --example or --fixture).",
+        show_default=False,
+    ),
+]
+Tol = Annotated[
+    Optional[float],
+    typer.Option(
+        "--tol",
+        help="One absolute tolerance for every cell (default: from the decimals you wrote, "
+        "0.43 → 0.01, 0.4 → 0.1, an integer → 0.5).",
+        rich_help_panel=o.OUTPUT,
+        show_default=False,
+    ),
+]
 
 MARK = {"correct": "", "carried": "~", "slip": "✗"}
 STYLE = {"carried": "yellow", "slip": "bold red"}
@@ -30,33 +42,62 @@ SHOWN = 8  # wrong cells explained per tensor on screen (-f json has up to 100)
 
 def register(app: typer.Typer) -> None:
     @app.command("check")
-    def check(worksheet: Worksheet, example: o.Example = None, fixture: o.FixturePath = None,
-              fmt: o.Format = "auto", precision: o.Precision = 3, tol: Tol = None, lang: o.Lang = None,
-              kind: o.Kind = None, scale: o.Scale = None, block: o.Block = None, heads: o.Heads = None,
-              kv_heads: o.KvHeads = None, sets: o.Set = None, debug: o.Debug = False):
+    def check(
+        worksheet: Worksheet,
+        example: o.Example = None,
+        fixture: o.FixturePath = None,
+        fmt: o.Format = "auto",
+        precision: o.Precision = 3,
+        tol: Tol = None,
+        lang: o.Lang = None,
+        kind: o.Kind = None,
+        scale: o.Scale = None,
+        block: o.Block = None,
+        heads: o.Heads = None,
+        kv_heads: o.KvHeads = None,
+        sets: o.Set = None,
+        debug: o.Debug = False,
+    ):
         """Check your own hand-computed matrices: each cell correct, carried forward, or a slip."""
 
         def run():
-            from ..check import check as check_sheets, parse_worksheet, stage_for
-            from ..document import dumps
-            from ..errors import InputError
-            from ..output import resolve_format
-            from ..session import Request, open_session, read_text
-            from .app import check_choices
+            from attncalc.check import check as check_sheets
+            from attncalc.check import parse_worksheet, stage_for
+            from attncalc.cli.app import check_choices
+            from attncalc.errors import InputError
+            from attncalc.inputs.document import dumps
+            from attncalc.inputs.session import Request, open_session, read_text
+            from attncalc.render.output import resolve_format
 
             check_choices(fmt, kind, lang)
             if fmt == "latex":
                 raise InputError("--format", "auto, table, json or markdown for check", repr(fmt))
             if worksheet == "-" and not (example or fixture):
-                raise InputError("WORKSHEET", "a file path when the model comes from standard input (or give "
-                                 "--example / --fixture and pipe the worksheet)", "-")
+                raise InputError(
+                    "WORKSHEET",
+                    "a file path when the model comes from standard input (or give "
+                    "--example / --fixture and pipe the worksheet)",
+                    "-",
+                )
             if not (example or fixture) and (sys.stdin is None or sys.stdin.isatty()):
-                raise InputError("model", "--example NAME, --fixture FILE or a pipe document on standard input",
-                                 "nothing (standard input is a terminal)")
+                raise InputError(
+                    "model",
+                    "--example NAME, --fixture FILE or a pipe document on standard input",
+                    "nothing (standard input is a terminal)",
+                )
             source = "<stdin>" if worksheet == "-" else worksheet
             sheets = parse_worksheet(read_text(worksheet), source)
-            req = Request(stage=stage_for(sheets), example=example, fixture=fixture, kind=kind, scale=scale,
-                          block=block, heads=heads, kv_heads=kv_heads, sets=list(sets or []))
+            req = Request(
+                stage=stage_for(sheets),
+                example=example,
+                fixture=fixture,
+                kind=kind,
+                scale=scale,
+                block=block,
+                heads=heads,
+                kv_heads=kv_heads,
+                sets=list(sets or []),
+            )
             session = open_session(req)
             report = check_sheets(session.graph, sheets, tol, precision)
             out = resolve_format(fmt)
@@ -83,8 +124,11 @@ def _status(t: dict) -> str:
     if not n:
         return f"✓ all {total} cells correct"
     flat = list(_flat(t["verdicts"]))
-    parts = [f"{flat.count(k)} {k}" + ("s" if k == "slip" and flat.count(k) > 1 else "")
-             for k in ("slip", "carried") if flat.count(k)]
+    parts = [
+        f"{flat.count(k)} {k}" + ("s" if k == "slip" and flat.count(k) > 1 else "")
+        for k in ("slip", "carried")
+        if flat.count(k)
+    ]
     return f"{n} of {total} wrong: " + ", ".join(parts)
 
 
@@ -100,18 +144,23 @@ def _explain(cell: dict, p: int) -> list[str]:
     """The lines under a wrong cell: what you wrote, the right value and its arithmetic, yours."""
     from rich.cells import cell_len
 
-    from ..render.text import fmt
+    from attncalc.render.text import fmt
 
     def work(lines):
         head = f"{cell['label']} = "
         return ["    " + (head if k == 0 else " " * cell_len(head)) + w for k, w in enumerate(lines)]
 
     correct, yours = _num(cell["correct"]), cell["from_yours"]
-    out = [f"{MARK[cell['verdict']]} {cell['label']}: you wrote {cell['written']}, correct {fmt(correct, p)}"
-           f" (within ±{cell['tolerance']:g})"] + work(cell["work"])
+    out = [
+        f"{MARK[cell['verdict']]} {cell['label']}: you wrote {cell['written']}, correct {fmt(correct, p)}"
+        f" (within ±{cell['tolerance']:g})"
+    ] + work(cell["work"])
     if yours is not None and (cell["verdict"] == "carried" or abs(_num(yours) - correct) > cell["tolerance"]):
-        how = ("so the step itself was right: the error came from your earlier numbers"
-               if cell["verdict"] == "carried" else "and you wrote something else: a slip at this step")
+        how = (
+            "so the step itself was right: the error came from your earlier numbers"
+            if cell["verdict"] == "carried"
+            else "and you wrote something else: a slip at this step"
+        )
         out.append(f"  from your own numbers this step gives {fmt(_num(yours), p)}, {how}")
         out += work(cell["work_from_yours"])
     return out
@@ -123,8 +172,9 @@ def _num(x) -> float:
 
 def _summary(report: dict) -> str:
     s = report["summary"]
-    head = (f"{s['correct']} of {s['cells']} cells correct, {s['carried']} carried forward, {s['slip']} slip"
-            + ("." if s["slip"] == 1 else "s."))
+    head = f"{s['correct']} of {s['cells']} cells correct, {s['carried']} carried forward, {s['slip']} slip" + (
+        "." if s["slip"] == 1 else "s."
+    )
     if report["first_slip"]:
         t = report["tensors"][report["first_slip"]]
         why = f" ({t['mistake']})" if t["mistake"] else ""
@@ -140,8 +190,8 @@ def draw(graph, report: dict, p: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..render.table import console
-    from ..render.view import views
+    from attncalc.render.table import console
+    from attncalc.render.view import views
 
     con = console()
     if report["summary"]["cells"] != report["summary"]["correct"]:
@@ -150,8 +200,12 @@ def draw(graph, report: dict, p: int) -> None:
     for name, t in report["tensors"].items():
         node = graph.node(name)
         verdicts, written = np.array(t["verdicts"], object), np.array(t["written"], object)
-        con.print(f"{name}: {t['formula'] or name}   [{'×'.join(map(str, t['shape']))}]   {_status(t)}",
-                  style="bold", markup=False, soft_wrap=True)
+        con.print(
+            f"{name}: {t['formula'] or name}   [{'×'.join(map(str, t['shape']))}]   {_status(t)}",
+            style="bold",
+            markup=False,
+            soft_wrap=True,
+        )
         if t["mistake"]:
             con.print(f"  mistake: {t['mistake']}", style="bold red", markup=False, soft_wrap=True)
         heads = verdicts.shape[0] if verdicts.ndim == 3 else 1
@@ -167,8 +221,10 @@ def draw(graph, report: dict, p: int) -> None:
                 if i is None:
                     table.add_row("⋮", *["⋮" for _ in v.cols])
                     continue
-                cells = [Text("…") if j is None else Text(_cell_text(vd[i, j], wr[i, j]), style=STYLE.get(vd[i, j], ""))
-                         for j in v.cols]
+                cells = [
+                    Text("…") if j is None else Text(_cell_text(vd[i, j], wr[i, j]), style=STYLE.get(vd[i, j], ""))
+                    for j in v.cols
+                ]
                 table.add_row(v.row_labels[i], *cells)
             con.print(table)
         for cell in t["cells"][:SHOWN]:
@@ -192,14 +248,19 @@ def markdown(graph, report: dict, p: int) -> str:
             parts.append(f"**mistake:** {t['mistake']}")
         vd, wr = np.array(t["verdicts"], object), np.array(t["written"], object)
         if vd.ndim < 3:
-            vd, wr = vd.reshape(1, -1, vd.shape[-1] if vd.ndim else 1), wr.reshape(1, -1, wr.shape[-1] if wr.ndim else 1)
+            vd, wr = (
+                vd.reshape(1, -1, vd.shape[-1] if vd.ndim else 1),
+                wr.reshape(1, -1, wr.shape[-1] if wr.ndim else 1),
+            )
         for h in range(vd.shape[0]):
             rows = node.rows if node.rows and len(node.rows) == vd.shape[1] else [str(i) for i in range(vd.shape[1])]
             cols = node.cols if node.cols and len(node.cols) == vd.shape[2] else [str(j) for j in range(vd.shape[2])]
             corner = f"head {h}" if len(t["shape"]) == 3 else ""
             parts += ["", f"| {corner} | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-            parts += [f"| {rows[i]} | " + " | ".join(_cell_text(vd[h, i, j], wr[h, i, j]) for j in range(len(cols)))
-                      + " |" for i in range(len(rows))]
+            parts += [
+                f"| {rows[i]} | " + " | ".join(_cell_text(vd[h, i, j], wr[h, i, j]) for j in range(len(cols))) + " |"
+                for i in range(len(rows))
+            ]
         if t["cells"]:
             parts += ["", "```"] + [line for cell in t["cells"] for line in _explain(cell, p)] + ["```"]
         parts.append("")

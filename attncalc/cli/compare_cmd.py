@@ -14,24 +14,50 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import options as o
+from attncalc.cli import options as o
 
 STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder")
 
-Stage = Annotated[str, typer.Option("--stage", "-s", help="Compare every tensor up to this stage: "
-                                    + "|".join(STAGES) + ".")]
-LeftSet = Annotated[Optional[list[str]], typer.Option("--left-set", help="A change for the left side only: "
-                                                      "KEY=VALUE. Repeatable.", rich_help_panel=o.MODEL,
-                                                      show_default=False)]
-RightSet = Annotated[Optional[list[str]], typer.Option("--right-set", help="A change for the right side only "
-                                                       "(as --set). Repeatable.", rich_help_panel=o.MODEL,
-                                                       show_default=False)]
-Format = Annotated[str, typer.Option("--format", "-f", help="auto|table|json|markdown (auto: tables on a "
-                                     "terminal, JSON in a pipe).", rich_help_panel=o.OUTPUT)]
+Stage = Annotated[
+    str, typer.Option("--stage", "-s", help="Compare every tensor up to this stage: " + "|".join(STAGES) + ".")
+]
+LeftSet = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--left-set",
+        help="A change for the left side only: KEY=VALUE. Repeatable.",
+        rich_help_panel=o.MODEL,
+        show_default=False,
+    ),
+]
+RightSet = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--right-set",
+        help="A change for the right side only (as --set). Repeatable.",
+        rich_help_panel=o.MODEL,
+        show_default=False,
+    ),
+]
+Format = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="auto|table|json|markdown (auto: tables on a terminal, JSON in a pipe).",
+        rich_help_panel=o.OUTPUT,
+    ),
+]
 Tol = Annotated[float, typer.Option("--tol", help="Cells differing by more than this are marked as changed.")]
-RightSetMain = Annotated[Optional[list[str]], typer.Option("--set", help="A change for the right side: KEY=VALUE "
-                                                           "(position.type=rope). Repeatable.",
-                                                           rich_help_panel=o.MODEL, show_default=False)]
+RightSetMain = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--set",
+        help="A change for the right side: KEY=VALUE (position.type=rope). Repeatable.",
+        rich_help_panel=o.MODEL,
+        show_default=False,
+    ),
+]
 
 
 def _short(value) -> str:
@@ -50,7 +76,7 @@ def _slices(pair, p: int):
     """[(left view, right view, changed view)] per 2-D slice; a missing side gives None."""
     from types import SimpleNamespace
 
-    from ..render.view import views
+    from attncalc.render.view import views
 
     node = SimpleNamespace(formula=pair.name, rows=pair.rows, cols=pair.cols)
     lv = views(pair.name, node, pair.left) if pair.left is not None else []
@@ -81,7 +107,7 @@ def print_table(c, p: int, all_tensors: bool) -> None:
     from rich.measure import Measurement
     from rich.table import Table
 
-    from ..render.table import console, table
+    from attncalc.render.table import console, table
 
     con = console()
     con.print(f"compare at stage {c.stage}: {c.left.source}", markup=False)
@@ -96,8 +122,11 @@ def print_table(c, p: int, all_tensors: bool) -> None:
         if pair.status == "same" and not all_tensors:
             continue
         for lv, rv, cv in _slices(pair, p):
-            sides = [table(v, p, f"{side}{(' ' + v.title.split('  ')[-1]) if 'head' in v.title else ''}", cv)
-                     for v, side in ((lv, "left"), (rv, "right")) if v is not None]
+            sides = [
+                table(v, p, f"{side}{(' ' + v.title.split('  ')[-1]) if 'head' in v.title else ''}", cv)
+                for v, side in ((lv, "left"), (rv, "right"))
+                if v is not None
+            ]
             widths = [Measurement.get(con, con.options, t).maximum for t in sides]
             if len(sides) == 2 and sum(widths) + 4 <= con.width:
                 grid = Table.grid(padding=(0, 4))
@@ -112,10 +141,14 @@ def print_table(c, p: int, all_tensors: bool) -> None:
 
 
 def markdown(c, p: int, all_tensors: bool) -> str:
-    from ..render.text import fmt
+    from attncalc.render.text import fmt
 
-    parts = [f"**compare at stage {c.stage}**: {c.left.source}", "", f"- {_side(c, 'left')}",
-             f"- {_side(c, 'right')}"] + [f"- field `{path}`: `{_short(a)}` → `{_short(b)}`" for path, a, b in c.fields]
+    parts = [
+        f"**compare at stage {c.stage}**: {c.left.source}",
+        "",
+        f"- {_side(c, 'left')}",
+        f"- {_side(c, 'right')}",
+    ] + [f"- field `{path}`: `{_short(a)}` → `{_short(b)}`" for path, a, b in c.fields]
     parts += ["", "Changed cells are in **bold**.", ""]
     for pair in c.pairs:
         parts += [f"**{_header(pair)}**", ""]
@@ -126,9 +159,12 @@ def markdown(c, p: int, all_tensors: bool) -> str:
                 if v is None:
                     continue
                 head = f" {v.title.split('  ')[-1]}" if "head" in v.title else ""
-                parts += [f"*{side}{head}*", "", "| | " + " | ".join("…" if j is None else v.col_labels[j]
-                                                                      for j in v.cols) + " |",
-                          "|---|" + "---:|" * len(v.cols)]
+                parts += [
+                    f"*{side}{head}*",
+                    "",
+                    "| | " + " | ".join("…" if j is None else v.col_labels[j] for j in v.cols) + " |",
+                    "|---|" + "---:|" * len(v.cols),
+                ]
                 for i in v.rows:
                     cells = []
                     for j in v.cols:
@@ -137,32 +173,46 @@ def markdown(c, p: int, all_tensors: bool) -> str:
                             continue
                         text = fmt(float(v.matrix[i, j]), p)
                         cells.append(f"**{text}**" if cv is not None and cv.matrix[i, j] else text)
-                    parts.append("| " + ("⋮" if i is None else f"**{v.row_labels[i]}**") + " | " + " | ".join(cells)
-                                 + " |")
+                    parts.append(
+                        "| " + ("⋮" if i is None else f"**{v.row_labels[i]}**") + " | " + " | ".join(cells) + " |"
+                    )
                 parts.append("")
     return "\n".join(parts) + "\n"
 
 
 def register(app: typer.Typer) -> None:
     @app.command("compare")
-    def compare_cmd(document: o.Document = None, example: o.Example = None, fixture: o.FixturePath = None,
-                    stage: Stage = "attend", sets: RightSetMain = None, left_sets: LeftSet = None,
-                    right_sets: RightSet = None, fmt: Format = "auto", precision: o.Precision = 3,
-                    only: o.Only = None, kind: o.Kind = None, scale: o.Scale = None, block: o.Block = None,
-                    tol: Tol = 1e-12, all_tensors: Annotated[bool, typer.Option(
-                        "--all", help="Also draw the tensors that are the same on both sides.")] = False,
-                    debug: o.Debug = False):
+    def compare_cmd(
+        document: o.Document = None,
+        example: o.Example = None,
+        fixture: o.FixturePath = None,
+        stage: Stage = "attend",
+        sets: RightSetMain = None,
+        left_sets: LeftSet = None,
+        right_sets: RightSet = None,
+        fmt: Format = "auto",
+        precision: o.Precision = 3,
+        only: o.Only = None,
+        kind: o.Kind = None,
+        scale: o.Scale = None,
+        block: o.Block = None,
+        tol: Tol = 1e-12,
+        all_tensors: Annotated[
+            bool, typer.Option("--all", help="Also draw the tensors that are the same on both sides.")
+        ] = False,
+        debug: o.Debug = False,
+    ):
         """Run two variants of one fixture side by side: left as is (or --left-set), right with --set /
         --right-set; changed cells marked, max |Δ| per tensor."""
 
         def run():
             import sys
 
-            from ..compare import compare, to_json
-            from ..document import dumps
-            from ..errors import InputError
-            from ..output import resolve_format
-            from ..session import Request
+            from attncalc.compare import compare, to_json
+            from attncalc.errors import InputError
+            from attncalc.inputs.document import dumps
+            from attncalc.inputs.session import Request
+            from attncalc.render.output import resolve_format
 
             if stage not in STAGES:
                 raise InputError("--stage", "one of " + ", ".join(STAGES), repr(stage))
@@ -172,8 +222,9 @@ def register(app: typer.Typer) -> None:
                 raise InputError("--kind", "none, causal, padding or causal+padding", repr(kind))
             if tol < 0:
                 raise InputError("--tol", "a number >= 0", repr(tol))
-            req = Request(stage=stage, example=example, fixture=fixture, document=document, kind=kind, scale=scale,
-                          block=block)
+            req = Request(
+                stage=stage, example=example, fixture=fixture, document=document, kind=kind, scale=scale, block=block
+            )
             names = [n.strip() for n in only.split(",")] if only else None
             c = compare(req, list(left_sets or []), list(sets or []) + list(right_sets or []), names, tol)
             for note in dict.fromkeys(c.left.graph.warnings + c.right.graph.warnings):

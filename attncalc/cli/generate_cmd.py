@@ -7,46 +7,96 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import options as o
+from attncalc.cli import options as o
 
 GENERATION = "Generation"
-HELP = ("Autoregressive decoding step by step (greedy or sampled): each step's new query row, the K and V "
-        "rows the cache gains, the attention weights, logits, probabilities and the chosen token.")
+HELP = (
+    "Autoregressive decoding step by step (greedy or sampled): each step's new query row, the K and V "
+    "rows the cache gains, the attention weights, logits, probabilities and the chosen token."
+)
 
-MaxNew = Annotated[int, typer.Option("--max-new-tokens", "-n", help="Stop after this many new tokens (or at eos).",
-                                     rich_help_panel=GENERATION)]
-Strategy = Annotated[Optional[str], typer.Option("--strategy", help="greedy|sample (default: greedy, or sample "
-                                                 "when a sampling option is given).", rich_help_panel=GENERATION,
-                                                 show_default=False)]
-Temperature = Annotated[Optional[float], typer.Option("--temperature", help="Divide the logits by T > 0 "
-                                                      "(default 1).", rich_help_panel=GENERATION,
-                                                      show_default=False)]
-TopK = Annotated[Optional[int], typer.Option("--top-k", help="Keep the K most likely tokens (0 = all).",
-                                             rich_help_panel=GENERATION, show_default=False)]
-TopP = Annotated[Optional[float], typer.Option("--top-p", help="Keep the smallest set whose probability reaches "
-                                               "P, in (0, 1] (default 1).", rich_help_panel=GENERATION,
-                                               show_default=False)]
-Seed = Annotated[Optional[int], typer.Option("--seed", help="Seed of NumPy's generator: the same seed repeats a "
-                                             "sampled run exactly.", rich_help_panel=GENERATION, show_default=False)]
-Only = Annotated[Optional[str], typer.Option("--only", help="With -f json keep only these tensors of every step, "
-                                             "e.g. logits,probs,dec.0.self.A.", rich_help_panel=o.OUTPUT,
-                                             show_default=False)]
-KvCache = Annotated[bool, typer.Option("--kv-cache/--no-kv-cache", help="--no-kv-cache recomputes every step "
-                                       "from scratch (same numbers, more multiply-adds).",
-                                       rich_help_panel=GENERATION)]
+MaxNew = Annotated[
+    int,
+    typer.Option(
+        "--max-new-tokens", "-n", help="Stop after this many new tokens (or at eos).", rich_help_panel=GENERATION
+    ),
+]
+Strategy = Annotated[
+    Optional[str],
+    typer.Option(
+        "--strategy",
+        help="greedy|sample (default: greedy, or sample when a sampling option is given).",
+        rich_help_panel=GENERATION,
+        show_default=False,
+    ),
+]
+Temperature = Annotated[
+    Optional[float],
+    typer.Option(
+        "--temperature", help="Divide the logits by T > 0 (default 1).", rich_help_panel=GENERATION, show_default=False
+    ),
+]
+TopK = Annotated[
+    Optional[int],
+    typer.Option(
+        "--top-k", help="Keep the K most likely tokens (0 = all).", rich_help_panel=GENERATION, show_default=False
+    ),
+]
+TopP = Annotated[
+    Optional[float],
+    typer.Option(
+        "--top-p",
+        help="Keep the smallest set whose probability reaches P, in (0, 1] (default 1).",
+        rich_help_panel=GENERATION,
+        show_default=False,
+    ),
+]
+Seed = Annotated[
+    Optional[int],
+    typer.Option(
+        "--seed",
+        help="Seed of NumPy's generator: the same seed repeats a sampled run exactly.",
+        rich_help_panel=GENERATION,
+        show_default=False,
+    ),
+]
+Only = Annotated[
+    Optional[str],
+    typer.Option(
+        "--only",
+        help="With -f json keep only these tensors of every step, e.g. logits,probs,dec.0.self.A.",
+        rich_help_panel=o.OUTPUT,
+        show_default=False,
+    ),
+]
+KvCache = Annotated[
+    bool,
+    typer.Option(
+        "--kv-cache/--no-kv-cache",
+        help="--no-kv-cache recomputes every step from scratch (same numbers, more multiply-adds).",
+        rich_help_panel=GENERATION,
+    ),
+]
 
 
 def _settings(max_new, strategy, temperature, top_k, top_p, seed, kv_cache):
     """Settings from the options; sampling options without --strategy mean sampling."""
     import secrets
 
-    from ..decoding import Settings
+    from attncalc.decoding import Settings
 
     sampling = {"--temperature": temperature, "--top-k": top_k, "--top-p": top_p, "--seed": seed}
     named = [k for k, v in sampling.items() if v is not None]
     strategy = strategy or ("sample" if named else "greedy")
-    s = Settings(max_new, strategy, 1.0 if temperature is None else temperature, top_k or 0,
-                 1.0 if top_p is None else top_p, seed, kv_cache).check()
+    s = Settings(
+        max_new,
+        strategy,
+        1.0 if temperature is None else temperature,
+        top_k or 0,
+        1.0 if top_p is None else top_p,
+        seed,
+        kv_cache,
+    ).check()
     if strategy == "greedy" and named:
         sys.stderr.write(f"attncalc: warning: {', '.join(named)} ignored with --strategy greedy\n")
     if strategy == "sample" and seed is None:
@@ -57,39 +107,55 @@ def _settings(max_new, strategy, temperature, top_k, top_p, seed, kv_cache):
 
 def _model(req, scale):
     """Load the input as the stage commands do (--set, documents); the model runs its encoder once."""
-    from ..build import Options
-    from ..decoding import Model
-    from ..errors import InputError
-    from ..session import open_session
+    from attncalc.core.build import Options
+    from attncalc.decoding import Model
+    from attncalc.errors import InputError
+    from attncalc.inputs.session import open_session
 
     session = open_session(req)
     if not session.strict:
-        raise InputError("input", "a fixture with a decoder (--example woaini, --fixture FILE or a document)",
-                         "only inline matrices")
+        raise InputError(
+            "input", "a fixture with a decoder (--example woaini, --fixture FILE or a document)", "only inline matrices"
+        )
     prefix = "" if req.example or req.fixture else "fixture."
     return session, Model(session.fixture, session.source, prefix, Options(scale=scale), session.passthrough)
 
 
 def register(app) -> None:
     @app.command("generate", help=HELP)
-    def generate(document: o.Document = None, example: o.Example = None, fixture: o.FixturePath = None,
-                 max_new_tokens: MaxNew = 10, strategy: Strategy = None, temperature: Temperature = None,
-                 top_k: TopK = None, top_p: TopP = None, seed: Seed = None, kv_cache: KvCache = True,
-                 fmt: o.Format = "auto", precision: o.Precision = 3, only: Only = None, lang: o.Lang = None,
-                 scale: o.Scale = None, sets: o.Set = None, debug: o.Debug = False):
+    def generate(
+        document: o.Document = None,
+        example: o.Example = None,
+        fixture: o.FixturePath = None,
+        max_new_tokens: MaxNew = 10,
+        strategy: Strategy = None,
+        temperature: Temperature = None,
+        top_k: TopK = None,
+        top_p: TopP = None,
+        seed: Seed = None,
+        kv_cache: KvCache = True,
+        fmt: o.Format = "auto",
+        precision: o.Precision = 3,
+        only: Only = None,
+        lang: o.Lang = None,
+        scale: o.Scale = None,
+        sets: o.Set = None,
+        debug: o.Debug = False,
+    ):
         def run():
-            from ..errors import InputError
-            from ..output import resolve_format
-            from ..session import Request
-            from .app import check_choices
+            from attncalc.cli.app import check_choices
+            from attncalc.errors import InputError
+            from attncalc.inputs.session import Request
+            from attncalc.render.output import resolve_format
 
             check_choices(fmt, None, lang)
             settings = _settings(max_new_tokens, strategy, temperature, top_k, top_p, seed, kv_cache)
-            req = Request(stage="embed", example=example, fixture=fixture, document=document,
-                          sets=list(sets or []), scale=scale)
+            req = Request(
+                stage="embed", example=example, fixture=fixture, document=document, sets=list(sets or []), scale=scale
+            )
             session, model = _model(req, scale)
-            from ..decoding import generate as run_generation
-            from ..render import steps as render
+            from attncalc.decoding import generate as run_generation
+            from attncalc.render import steps as render
 
             result = run_generation(model, settings)
             for message in session.graph.warnings:

@@ -13,40 +13,95 @@ OUTPUT = "Output"
 MODEL = "Model"
 INLINE = "Inline matrices (calculator use, no file)"
 
-Document = Annotated[Optional[str], typer.Argument(help="A pipe document or fixture (JSON); - reads stdin.",
-                                                   show_default=False)]
-Example = Annotated[Optional[str], typer.Option("--example", "-e", help="A bundled example: woaini, wochiyu, …",
-                                                rich_help_panel=INPUT, show_default=False)]
-FixturePath = Annotated[Optional[str], typer.Option("--fixture", help="A fixture file (JSON, SPEC §3).",
-                                                    rich_help_panel=INPUT, show_default=False)]
-Format = Annotated[str, typer.Option("--format", "-f", help="auto|table|json|markdown|latex (auto: tables on a "
-                                     "terminal, JSON in a pipe).", rich_help_panel=OUTPUT)]
-Precision = Annotated[int, typer.Option("--precision", "-p", min=0, max=12, help="Decimals shown (JSON keeps all).",
-                                        rich_help_panel=OUTPUT)]
-Work = Annotated[Optional[bool], typer.Option("--work/--no-work", help="Write out every cell's arithmetic "
-                                              "(default: on up to 64 cells).", rich_help_panel=OUTPUT,
-                                              show_default=False)]
-Cell = Annotated[Optional[str], typer.Option("--cell", help="Explain one cell: ROW,COL (indices or tokens, "
-                                             "--cell 爱,我), HEAD,ROW,COL, or TENSOR:ROW,COL.",
-                                             rich_help_panel=OUTPUT, show_default=False)]
-Only = Annotated[Optional[str], typer.Option("--only", help="Keep only these tensors, e.g. A,O.",
-                                             rich_help_panel=OUTPUT, show_default=False)]
-Lang = Annotated[Optional[str], typer.Option("--lang", help="en|zh for explanations (default from LANG).",
-                                             rich_help_panel=OUTPUT, show_default=False)]
-Kind = Annotated[Optional[str], typer.Option("--kind", help="Mask: none|causal|padding|causal+padding.",
-                                             rich_help_panel=MODEL, show_default=False)]
-Scale = Annotated[Optional[float], typer.Option("--scale", help="Score scale (default 1/√d_k).",
-                                                rich_help_panel=MODEL, show_default=False)]
-Block = Annotated[Optional[str], typer.Option("--block", help="Attention block, e.g. "
-                                              "decoder.layers[0].cross_attention.", rich_help_panel=MODEL,
-                                              show_default=False)]
-Heads = Annotated[Optional[int], typer.Option("--heads", min=1, help="Query heads.", rich_help_panel=MODEL,
-                                              show_default=False)]
-KvHeads = Annotated[Optional[int], typer.Option("--kv-heads", min=1, help="Key/value heads (GQA; 1 = MQA).",
-                                                rich_help_panel=MODEL, show_default=False)]
-Set = Annotated[Optional[list[str]], typer.Option("--set", help="Change a fixture field: KEY=VALUE "
-                                                  "(position.type=rope). Repeatable.", rich_help_panel=MODEL,
-                                                  show_default=False)]
+Document = Annotated[
+    Optional[str], typer.Argument(help="A pipe document or fixture (JSON); - reads stdin.", show_default=False)
+]
+Example = Annotated[
+    Optional[str],
+    typer.Option(
+        "--example", "-e", help="A bundled example: woaini, wochiyu, …", rich_help_panel=INPUT, show_default=False
+    ),
+]
+FixturePath = Annotated[
+    Optional[str],
+    typer.Option("--fixture", help="A fixture file (JSON, SPEC §3).", rich_help_panel=INPUT, show_default=False),
+]
+Format = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="auto|table|json|markdown|latex (auto: tables on a terminal, JSON in a pipe).",
+        rich_help_panel=OUTPUT,
+    ),
+]
+Precision = Annotated[
+    int,
+    typer.Option("--precision", "-p", min=0, max=12, help="Decimals shown (JSON keeps all).", rich_help_panel=OUTPUT),
+]
+Work = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--work/--no-work",
+        help="Write out every cell's arithmetic (default: on up to 64 cells).",
+        rich_help_panel=OUTPUT,
+        show_default=False,
+    ),
+]
+Cell = Annotated[
+    Optional[str],
+    typer.Option(
+        "--cell",
+        help="Explain one cell: ROW,COL (indices or tokens, --cell 爱,我), HEAD,ROW,COL, or TENSOR:ROW,COL.",
+        rich_help_panel=OUTPUT,
+        show_default=False,
+    ),
+]
+Only = Annotated[
+    Optional[str],
+    typer.Option("--only", help="Keep only these tensors, e.g. A,O.", rich_help_panel=OUTPUT, show_default=False),
+]
+Lang = Annotated[
+    Optional[str],
+    typer.Option(
+        "--lang", help="en|zh for explanations (default from LANG).", rich_help_panel=OUTPUT, show_default=False
+    ),
+]
+Kind = Annotated[
+    Optional[str],
+    typer.Option("--kind", help="Mask: none|causal|padding|causal+padding.", rich_help_panel=MODEL, show_default=False),
+]
+Scale = Annotated[
+    Optional[float],
+    typer.Option("--scale", help="Score scale (default 1/√d_k).", rich_help_panel=MODEL, show_default=False),
+]
+Block = Annotated[
+    Optional[str],
+    typer.Option(
+        "--block",
+        help="Attention block, e.g. decoder.layers[0].cross_attention.",
+        rich_help_panel=MODEL,
+        show_default=False,
+    ),
+]
+Heads = Annotated[
+    Optional[int], typer.Option("--heads", min=1, help="Query heads.", rich_help_panel=MODEL, show_default=False)
+]
+KvHeads = Annotated[
+    Optional[int],
+    typer.Option(
+        "--kv-heads", min=1, help="Key/value heads (GQA; 1 = MQA).", rich_help_panel=MODEL, show_default=False
+    ),
+]
+Set = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--set",
+        help="Change a fixture field: KEY=VALUE (position.type=rope). Repeatable.",
+        rich_help_panel=MODEL,
+        show_default=False,
+    ),
+]
 Debug = Annotated[bool, typer.Option("--debug", help="Show the Python traceback of an error.", hidden=True)]
 
 
@@ -54,8 +109,8 @@ def _inline(name: str, what: str):
     return Annotated[Optional[str], typer.Option(f"--{name}", help=what, rich_help_panel=INLINE, show_default=False)]
 
 
-X = _inline("x", "X, the input rows (\"0.8 0.1 -0.2 0.4\").")
-Wq = _inline("wq", "Wq, [d_model, heads·d_k] (\"0.5 0.1; 0.2 -0.3; …\").")
+X = _inline("x", 'X, the input rows ("0.8 0.1 -0.2 0.4").')
+Wq = _inline("wq", 'Wq, [d_model, heads·d_k] ("0.5 0.1; 0.2 -0.3; …").')
 Wk = _inline("wk", "Wk, [d_model, kv_heads·d_k].")
 Wv = _inline("wv", "Wv, [d_model, kv_heads·d_v].")
 Wo = _inline("wo", "Wo, [heads·d_v, d_model].")
@@ -101,7 +156,7 @@ def fail(message: str, code: int = 2) -> None:
 
 def guarded(fn, debug: bool):
     """Run fn; bad input → exit 2 with its message; Ctrl-C → 130; never a traceback unless --debug."""
-    from ..errors import InputError
+    from attncalc.errors import InputError
 
     debug = debug or bool(os.environ.get("ATTNCALC_DEBUG"))
     try:
@@ -112,9 +167,9 @@ def guarded(fn, debug: bool):
         fail(str(e))
     except KeyboardInterrupt:
         sys.stderr.write("\n")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     except BrokenPipeError:
-        raise typer.Exit(0)
+        raise typer.Exit(0) from None
     except MemoryError:
         fail("not enough memory for these matrices (pick smaller ones, or --only some tensors)")
     except (typer.Exit, SystemExit):
@@ -148,8 +203,16 @@ class _Plain:
         kind = self.kind
         try:
             if kind is bool and isinstance(v, str):
-                x = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
-                     "off": False}[v.strip().lower()]
+                x = {
+                    "1": True,
+                    "true": True,
+                    "yes": True,
+                    "on": True,
+                    "0": False,
+                    "false": False,
+                    "no": False,
+                    "off": False,
+                }[v.strip().lower()]
             elif isinstance(v, bool) and kind is not bool:
                 raise ValueError
             else:
@@ -175,10 +238,14 @@ def plain_coercion(command, ctx) -> None:
             continue
         ann, info = desc.annotation, desc.parameter_info
         multi = ann == list[str]
-        if (ann if not multi else str) in (str, int, float, bool) and getattr(info, "parser", None) is None \
-                and getattr(info, "click_type", None) is None:
-            param._runtime_param = _Plain(str if multi else ann, multi, getattr(info, "min", None),
-                                          getattr(info, "max", None))
+        if (
+            (ann if not multi else str) in (str, int, float, bool)
+            and getattr(info, "parser", None) is None
+            and getattr(info, "click_type", None) is None
+        ):
+            param._runtime_param = _Plain(
+                str if multi else ann, multi, getattr(info, "min", None), getattr(info, "max", None)
+            )
     for sub in (getattr(command, "commands", None) or {}).values():
         plain_coercion(sub, ctx)
 
@@ -228,8 +295,7 @@ class App(typer.Typer):
         argv = kwargs.get("args", args[0] if args else None)
         argv = sys.argv[1:] if argv is None else list(argv)
         name = next((a for a in argv if not a.startswith("-")), None)  # the group's options take no value
-        mine = [c for c in self.registered_commands
-                if (c.name or c.callback.__name__.replace("_", "-")) == name]
+        mine = [c for c in self.registered_commands if (c.name or c.callback.__name__.replace("_", "-")) == name]
         if not mine or any(k.endswith("_COMPLETE") for k in os.environ):
             return super().__call__(*args, **kwargs)
         every, self.registered_commands = self.registered_commands, mine
@@ -237,4 +303,3 @@ class App(typer.Typer):
             return super().__call__(*args, **kwargs)
         finally:
             self.registered_commands = every
-

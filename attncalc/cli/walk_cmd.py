@@ -13,31 +13,53 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import options as o
+from attncalc.cli import options as o
 
-HELP = ("The whole computation, stage by stage: each screen shows the formula, the matrices and why the step "
-        "is there. Keys: Enter/space next, b back, c ROW,COL explain a cell, q quit.")
-From = Annotated[Optional[str], typer.Option("--from", help="First stage: embed, pe, qkv, scores, mask, softmax, "
-                                             "attend, encoder, decoder, generate.", show_default=False)]
+HELP = (
+    "The whole computation, stage by stage: each screen shows the formula, the matrices and why the step "
+    "is there. Keys: Enter/space next, b back, c ROW,COL explain a cell, q quit."
+)
+From = Annotated[
+    Optional[str],
+    typer.Option(
+        "--from",
+        help="First stage: embed, pe, qkv, scores, mask, softmax, attend, encoder, decoder, generate.",
+        show_default=False,
+    ),
+]
 To = Annotated[Optional[str], typer.Option("--to", help="Last stage (same names as --from).", show_default=False)]
 Quiz = Annotated[bool, typer.Option("--quiz", help="Ask you one cell per stage before showing it.")]
 NoPause = Annotated[bool, typer.Option("--no-pause", help="Print every screen without waiting for a key.")]
-Format = Annotated[str, typer.Option("--format", "-f", help="table|markdown (auto: table; markdown writes the "
-                                     "whole walk as notes).")]
-Export = Annotated[Optional[str], typer.Option("--export", help="Save what the terminal showed: FILE.html or "
-                                               "FILE.svg.", show_default=False)]
+Format = Annotated[
+    str, typer.Option("--format", "-f", help="table|markdown (auto: table; markdown writes the whole walk as notes).")
+]
+Export = Annotated[
+    Optional[str],
+    typer.Option("--export", help="Save what the terminal showed: FILE.html or FILE.svg.", show_default=False),
+]
 
 
 def register(app) -> None:
     app.command("walk", help=HELP)(walk)
 
 
-def walk(example: o.Example = None, fixture: o.FixturePath = None, fmt: Format = "auto",
-         precision: o.Precision = 3, lang: o.Lang = None, sets: o.Set = None, start: From = None, end: To = None,
-         quiz: Quiz = False, no_pause: NoPause = False, export: Export = None, debug: o.Debug = False):
+def walk(
+    example: o.Example = None,
+    fixture: o.FixturePath = None,
+    fmt: Format = "auto",
+    precision: o.Precision = 3,
+    lang: o.Lang = None,
+    sets: o.Set = None,
+    start: From = None,
+    end: To = None,
+    quiz: Quiz = False,
+    no_pause: NoPause = False,
+    export: Export = None,
+    debug: o.Debug = False,
+):
     def run():
-        from .. import texts
-        from ..errors import InputError
+        from attncalc import texts
+        from attncalc.errors import InputError
 
         if lang is not None and lang not in texts.LANGS:
             raise InputError("--lang", "en or zh", repr(lang))
@@ -47,7 +69,7 @@ def walk(example: o.Example = None, fixture: o.FixturePath = None, fmt: Format =
             raise InputError("--quiz/--export", "a walk on the terminal (not -f markdown)", "-f markdown")
         if export and not export.lower().endswith((".html", ".svg")):
             raise InputError("--export", "a file name ending in .html or .svg", repr(export))
-        from ..walk import markdown, open_walk
+        from attncalc.walk import markdown, open_walk
 
         w = open_walk(example, fixture, sets or [], lang or texts.default_lang(), start, end, precision)
         for message in w.session.graph.warnings:
@@ -55,7 +77,7 @@ def walk(example: o.Example = None, fixture: o.FixturePath = None, fmt: Format =
         if fmt == "markdown":
             sys.stdout.write(markdown(w, precision))
             return
-        from ..render.table import console
+        from attncalc.render.table import console
 
         con = console(record=bool(export))
         pause = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()
@@ -69,7 +91,7 @@ def walk(example: o.Example = None, fixture: o.FixturePath = None, fmt: Format =
 
 
 def save(con, path: str) -> None:
-    from ..errors import InputError
+    from attncalc.errors import InputError
 
     try:
         if path.lower().endswith(".svg"):
@@ -80,9 +102,24 @@ def save(con, path: str) -> None:
         raise InputError(path, "a file --export can write", e.strerror or str(e)) from None
 
 
-KEYS = {"\r": "next", "\n": "next", " ": "next", "n": "next", "\x1b[C": "next", "\x1b[B": "next",
-        "b": "back", "p": "back", "\x1b[D": "back", "\x1b[A": "back", "q": "quit", "\x04": "quit", "\x1b": "quit",
-        "c": "cell", "?": "help", "h": "help"}
+KEYS = {
+    "\r": "next",
+    "\n": "next",
+    " ": "next",
+    "n": "next",
+    "\x1b[C": "next",
+    "\x1b[B": "next",
+    "b": "back",
+    "p": "back",
+    "\x1b[D": "back",
+    "\x1b[A": "back",
+    "q": "quit",
+    "\x04": "quit",
+    "\x1b": "quit",
+    "c": "cell",
+    "?": "help",
+    "h": "help",
+}
 
 
 def read_key(prompt: str) -> tuple[str, str]:
@@ -121,7 +158,7 @@ class Tour:
         sys.stderr.write(self.text(key, **kw) + "\n")
 
     def run(self) -> None:
-        from ..walk import draw
+        from attncalc.walk import draw
 
         k, screens = 0, self.w.screens
         while k < len(screens):
@@ -141,15 +178,15 @@ class Tour:
             self.con.print(self.text("score", right=self.right, asked=self.answered), markup=False)
 
     def text(self, key: str, **kw) -> str:
-        from .. import texts
+        from attncalc import texts
 
         return texts.ui(key, self.w.lang, **kw)
 
     def wait(self, k: int) -> int | None:
         """The next screen's index after the keys pressed on screen k; None to quit."""
-        from ..errors import InputError
-        from ..render.table import print_explanation
-        from ..walk import cell
+        from attncalc.errors import InputError
+        from attncalc.render.table import print_explanation
+        from attncalc.walk import cell
 
         while True:
             action, rest = read_key(self.text("keys") + " ")
@@ -182,16 +219,16 @@ class Tour:
     def ask(self, s) -> list[str]:
         """One quiz question on screen s (when it has one): its inputs, your number, the verdict and the
         arithmetic. Returns the tensors drawn with the question."""
-        from ..render.table import print_explanation, print_views
-        from ..render.text import fmt
-        from ..walk import label_of, quiz_cell, views_of
+        from attncalc.render.table import print_explanation, print_views
+        from attncalc.render.text import fmt
+        from attncalc.walk import label_of, quiz_cell, views_of
 
         if s.quiz is None:
             return []
         g = self.w.session.graph
         node, value = g.node(s.quiz), g.value(s.quiz)
         inputs = [i for i in node.inputs if not g.nodes[i].is_leaf and i not in s.tensors]
-        before = s.tensors[:s.tensors.index(s.quiz)] if s.quiz in s.tensors else []
+        before = s.tensors[: s.tensors.index(s.quiz)] if s.quiz in s.tensors else []
         print_views(self.con, views_of(self.w, inputs + before), self.p)
         idx = quiz_cell(value.shape)
         label, true = label_of(node, idx), float(value[idx])
@@ -214,8 +251,12 @@ class Tour:
             ok, tol = verdict
             self.answered += 1
             self.right += ok
-            self.con.print(self.text("right" if ok else "wrong", label=label, value=fmt(true, self.p),
-                                     answer=line.strip(), tol=tol), markup=False)
+            self.con.print(
+                self.text(
+                    "right" if ok else "wrong", label=label, value=fmt(true, self.p), answer=line.strip(), tol=tol
+                ),
+                markup=False,
+            )
         print_explanation(self.con, label, g.explain(s.quiz, idx), self.p)
         self.con.print()
         return before
@@ -226,7 +267,7 @@ def judge(answer: str, value: float):
     None when it is not a number."""
     import math
 
-    from ..check import NEG_INF, tolerance_of
+    from attncalc.check import NEG_INF, tolerance_of
 
     text = answer.strip().replace("−", "-")
     if text.lower() in NEG_INF:

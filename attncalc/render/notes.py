@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .text import expansion_lines, fmt
-from .view import View
+from attncalc.render.text import expansion_lines, fmt
+from attncalc.render.view import View
 
 
 def _cell(view: View, i, j, p: int) -> str:
@@ -22,20 +22,37 @@ def md_escape(s: str) -> str:
 def markdown_view(view: View, p: int) -> str:
     head = "| | " + " | ".join("…" if j is None else md_escape(view.col_labels[j]) for j in view.cols) + " |"
     rule = "|---|" + "---:|" * len(view.cols)
-    body = ["| " + ("⋮" if i is None else f"**{md_escape(view.row_labels[i])}**") + " | " +
-            " | ".join(_cell(view, i, j, p) for j in view.cols) + " |" for i in view.rows]
+    body = [
+        "| "
+        + ("⋮" if i is None else f"**{md_escape(view.row_labels[i])}**")
+        + " | "
+        + " | ".join(_cell(view, i, j, p) for j in view.cols)
+        + " |"
+        for i in view.rows
+    ]
     return "\n".join([f"**{md_escape(view.title)}**", "", head, rule, *body, ""])
 
 
 def markdown_explanation(label: str, expansion, p: int) -> str:
     lines = expansion_lines(expansion, p)
-    return "\n".join([f"- `{label} = {lines[0]}`"] + [f"  `{line}`" if k < len(expansion.lines) - 1
-                                                     else f"  {md_escape(line)}" for k, line in enumerate(lines[1:])])
+    return "\n".join(
+        [f"- `{label} = {lines[0]}`"]
+        + [
+            f"  `{line}`" if k < len(expansion.lines) - 1 else f"  {md_escape(line)}"
+            for k, line in enumerate(lines[1:])
+        ]
+    )
 
 
 def _latex_escape(s: str) -> str:
-    return s.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("&", r"\&").replace("%", r"\%") \
-        .replace("#", r"\#").replace("$", r"\$")
+    return (
+        s.replace("\\", r"\textbackslash{}")
+        .replace("_", r"\_")
+        .replace("&", r"\&")
+        .replace("%", r"\%")
+        .replace("#", r"\#")
+        .replace("$", r"\$")
+    )
 
 
 def latex_view(view: View, p: int) -> str:
@@ -47,19 +64,34 @@ def latex_view(view: View, p: int) -> str:
         return fmt(float(view.matrix[i, j]), p).replace("−∞", r"-\infty")
 
     cols = "r" * len(view.cols)
-    head = " & ".join([""] + [r"\cdots" if j is None else r"\text{" + _latex_escape(view.col_labels[j]) + "}"
-                              for j in view.cols]) + r" \\ \hline"
-    body = [" & ".join([r"\vdots" if i is None else r"\text{" + _latex_escape(view.row_labels[i]) + "}"] +
-                       [cell(i, j) for j in view.cols]) + r" \\" for i in view.rows]
-    return "\n".join([f"% {view.title}", r"\[", r"\begin{array}{l|" + cols + "}", head, *body, r"\end{array}",
-                      r"\]", ""])
+    head = (
+        " & ".join(
+            [""] + [r"\cdots" if j is None else r"\text{" + _latex_escape(view.col_labels[j]) + "}" for j in view.cols]
+        )
+        + r" \\ \hline"
+    )
+    body = [
+        " & ".join(
+            [r"\vdots" if i is None else r"\text{" + _latex_escape(view.row_labels[i]) + "}"]
+            + [cell(i, j) for j in view.cols]
+        )
+        + r" \\"
+        for i in view.rows
+    ]
+    return "\n".join(
+        [f"% {view.title}", r"\[", r"\begin{array}{l|" + cols + "}", head, *body, r"\end{array}", r"\]", ""]
+    )
 
 
 def latex_explanation(label: str, expansion, p: int) -> str:
     lines = expansion_lines(expansion, p, latex=True)
     maths = [ln for ln in lines if not ln.startswith("%")]
     notes = [ln for ln in lines if ln.startswith("%")]
-    return "\n".join([r"\[", r"\begin{aligned}", rf"\text{{{_latex_escape(label)}}} &= {maths[0]} \\"] +
-                     [rf"&{m.lstrip('=').strip() and ' = ' + m.lstrip('= ')} \\" if m.startswith("=")
-                      else rf"&\quad {m} \\" for m in maths[1:]] +  # a line without = is a step (μ = …)
-                     [r"\end{aligned}", r"\]", *notes, ""])
+    return "\n".join(
+        [r"\[", r"\begin{aligned}", rf"\text{{{_latex_escape(label)}}} &= {maths[0]} \\"]
+        + [
+            rf"&{m.lstrip('=').strip() and ' = ' + m.lstrip('= ')} \\" if m.startswith("=") else rf"&\quad {m} \\"
+            for m in maths[1:]
+        ]  # a line without = is a step (μ = …)
+        + [r"\end{aligned}", r"\]", *notes, ""]
+    )

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .text import fmt
-from .view import visible
+from attncalc.render.text import fmt
+from attncalc.render.view import visible
 
 HEADER = ("pos", "input", "label", "most likely", "p", "p(label)", "−log p(label)")
 MAX_ROWS = 16
@@ -35,8 +35,10 @@ def predictions(graph, values: dict) -> list[Prediction | None]:
     labels = {}
     if "nll" in values:
         op = graph.node("nll").op  # NegLogLikelihood: rows (positions), labels (ids), names (tokens)
-        labels = {int(r): (name, int(j), float(values["nll"][k]))
-                  for k, (r, name, j) in enumerate(zip(op.rows, op.names, op.labels))}
+        labels = {
+            int(r): (name, int(j), float(values["nll"][k]))
+            for k, (r, name, j) in enumerate(zip(op.rows, op.names, op.labels))
+        }
     out: list[Prediction | None] = []
     for i in visible(probs.shape[0], MAX_ROWS):
         if i is None:
@@ -44,8 +46,17 @@ def predictions(graph, values: dict) -> list[Prediction | None]:
             continue
         best = int(np.argmax(probs[i]))
         name, j, nll = labels.get(i, (None, None, None))
-        out.append(Prediction(i, tokens[i] if tokens else str(i), name, vocab[best], float(probs[i, best]),
-                              None if j is None else float(probs[i, j]), nll))
+        out.append(
+            Prediction(
+                i,
+                tokens[i] if tokens else str(i),
+                name,
+                vocab[best],
+                float(probs[i, best]),
+                None if j is None else float(probs[i, j]),
+                nll,
+            )
+        )
     return out
 
 
@@ -53,8 +64,15 @@ def _cells(row: Prediction, p: int, code: bool = False) -> list[str]:
     """The cells of one row; `code` wraps tokens in backticks (Markdown would read <s> as HTML)."""
     tok = (lambda t: f"`{t}`" if t else "") if code else (lambda t: t or "")
     mark = "" if row.label is None else (" ✓" if row.best == row.label else " ✗")
-    return [str(row.pos), tok(row.token), tok(row.label), tok(row.best) + mark, fmt(row.p_best, p),
-            "" if row.p_label is None else fmt(row.p_label, p), "" if row.nll is None else fmt(row.nll, p)]
+    return [
+        str(row.pos),
+        tok(row.token),
+        tok(row.label),
+        tok(row.best) + mark,
+        fmt(row.p_best, p),
+        "" if row.p_label is None else fmt(row.p_label, p),
+        "" if row.nll is None else fmt(row.nll, p),
+    ]
 
 
 def loss_line(values: dict, p: int) -> str | None:
@@ -84,9 +102,13 @@ def print_predictions(con, graph, values: dict, p: int) -> None:
 
 def markdown_predictions(graph, values: dict, p: int) -> str:
     """The prediction table and the loss, as Markdown."""
-    rows = ["| " + " | ".join(("⋮",) * len(HEADER) if r is None else _cells(r, p, code=True)) + " |"
-            for r in predictions(graph, values)]
+    rows = [
+        "| " + " | ".join(("⋮",) * len(HEADER) if r is None else _cells(r, p, code=True)) + " |"
+        for r in predictions(graph, values)
+    ]
     rule = "|" + "|".join("---:" if k in (0, 4, 5, 6) else "---" for k in range(len(HEADER))) + "|"
     line = loss_line(values, p)
-    return "\n".join(["**Next-token predictions**", "", "| " + " | ".join(HEADER) + " |", rule, *rows, ""] +
-                     ([f"**{line}**", ""] if line else []))
+    return "\n".join(
+        ["**Next-token predictions**", "", "| " + " | ".join(HEADER) + " |", rule, *rows, ""]
+        + ([f"**{line}**", ""] if line else [])
+    )

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .text import fmt
-from .view import views
+from attncalc.render.text import fmt
+from attncalc.render.view import views
 
-WHAT = {"q": "the new query row", "q_rope": "the new query row, rotated", "k_new": "the K rows the cache gains",
-        "k_new_rope": "the K rows the cache gains, rotated", "v_new": "the V rows the cache gains",
-        "K": "the K cache after this step", "V": "the V cache after this step",
-        "A": "weights over the cached positions"}
+WHAT = {
+    "q": "the new query row",
+    "q_rope": "the new query row, rotated",
+    "k_new": "the K rows the cache gains",
+    "k_new_rope": "the K rows the cache gains, rotated",
+    "v_new": "the V rows the cache gains",
+    "K": "the K cache after this step",
+    "V": "the V cache after this step",
+    "A": "weights over the cached positions",
+}
 PROB_ROWS = 12  # rows of the probability table at most
 
 
@@ -41,7 +47,7 @@ def prob_rows(step, vocab) -> tuple[list[dict], int]:
     keeps, and the distribution the draw uses with its running sum."""
     import numpy as np
 
-    from ..decoding import softmax
+    from attncalc.decoding import softmax
 
     c = step.choice
     order = np.argsort(-step.logits, kind="stable")  # every column below is monotone in the logits
@@ -53,10 +59,19 @@ def prob_rows(step, vocab) -> tuple[list[dict], int]:
     cums = {k: np.cumsum(v[order]) for k, v in cols.items()}
     rows = []
     for r, t in enumerate(order[:keep]):
-        rows.append({"rank": r + 1, "token": vocab[t], "logit": float(step.logits[t]), "scaled": float(c.scaled[t]),
-                     "kept_k": bool(c.kept_k[t]), "kept_p": bool(c.kept_p[t]), "chosen": int(t) == c.token,
-                     **{k: float(v[t]) for k, v in cols.items()},
-                     **{"cum_" + k: float(v[r]) for k, v in cums.items()}})
+        rows.append(
+            {
+                "rank": r + 1,
+                "token": vocab[t],
+                "logit": float(step.logits[t]),
+                "scaled": float(c.scaled[t]),
+                "kept_k": bool(c.kept_k[t]),
+                "kept_p": bool(c.kept_p[t]),
+                "chosen": int(t) == c.token,
+                **{k: float(v[t]) for k, v in cols.items()},
+                **{"cum_" + k: float(v[r]) for k, v in cums.items()},
+            }
+        )
     return rows, order.size - keep
 
 
@@ -89,14 +104,19 @@ def choice_line(step, p) -> str:
     c = step.choice
     if c.u is None:
         return f"chosen: {step.token} (greedy: the largest probability, {fmt(step.probs[c.token], p)})"
-    return (f"chosen: {step.token} (u = {fmt(c.u, p)} from the seeded generator falls in its cumulative range; "
-            f"p sample = {fmt(c.p_sample[c.token], p)})")
+    return (
+        f"chosen: {step.token} (u = {fmt(c.u, p)} from the seeded generator falls in its cumulative range; "
+        f"p sample = {fmt(c.p_sample[c.token], p)})"
+    )
 
 
 def step_title(step) -> str:
     inputs = " ".join(step.inputs)
-    where = f"position {step.position}" if len(step.inputs) == 1 else \
-        f"positions {step.position}–{step.position + len(step.inputs) - 1}"
+    where = (
+        f"position {step.position}"
+        if len(step.inputs) == 1
+        else f"positions {step.position}–{step.position + len(step.inputs) - 1}"
+    )
     rows = f"{step.cache_rows} row" + ("s" if step.cache_rows > 1 else "")
     return f"Step {step.index}: input {inputs} at {where} → {step.token}   (cache: {rows})"
 
@@ -105,9 +125,19 @@ def summary_rows(result, p) -> list[list[str]]:
     rows = []
     for s in result.steps:
         m = s.macs
-        rows.append([str(s.index), " ".join(s.inputs), str(s.position), str(s.cache_rows), s.token,
-                     fmt(s.probs[s.choice.token], p), f"{m['with_cache']:,}", f"{m['without_cache']:,}",
-                     f"{m['without_cache'] - m['with_cache']:,}"])
+        rows.append(
+            [
+                str(s.index),
+                " ".join(s.inputs),
+                str(s.position),
+                str(s.cache_rows),
+                s.token,
+                fmt(s.probs[s.choice.token], p),
+                f"{m['with_cache']:,}",
+                f"{m['without_cache']:,}",
+                f"{m['without_cache'] - m['with_cache']:,}",
+            ]
+        )
     w, wo = totals(result)
     rows.append(["total", "", "", "", "", "", f"{w:,}", f"{wo:,}", f"{wo - w:,}"])
     return rows
@@ -122,8 +152,10 @@ def totals(result) -> tuple[int, int]:
 
 def intro(model) -> str:
     if model.encoder is None:
-        return (f"Prompt: {' '.join(model.prompt)} — fed at step 0; its keys and values fill the cache first "
-                "(decoder-only).")
+        return (
+            f"Prompt: {' '.join(model.prompt)} — fed at step 0; its keys and values fill the cache first "
+            "(decoder-only)."
+        )
     return "The source is encoded once: cross-attention reads enc_out, its K and V computed at step 0."
 
 
@@ -139,7 +171,7 @@ def cache_note(result) -> str:
 def print_generation(model, result, precision: int) -> None:
     from rich.table import Table
 
-    from .table import console, print_views
+    from attncalc.render.table import console, print_views
 
     con = console()
     con.print(intro(model), markup=False)
@@ -160,8 +192,11 @@ def print_generation(model, result, precision: int) -> None:
         for row in rows:
             mark = ("← argmax" if step.choice.u is None else "← u") if row["chosen"] else ""
             table.add_row(*[cell(row, key, precision) for _, key in cols], mark)
-        con.print("probabilities, most likely first" + (" (after temperature, top-k, top-p)"
-                                                        if step.choice.u is not None else ""), style="bold")
+        con.print(
+            "probabilities, most likely first"
+            + (" (after temperature, top-k, top-p)" if step.choice.u is not None else ""),
+            style="bold",
+        )
         con.print(table)
         if rest:
             con.print(f"… {rest} more tokens", markup=False)
@@ -182,22 +217,29 @@ def print_generation(model, result, precision: int) -> None:
 
 
 def _md_table(head, rows) -> str:
-    from .notes import md_escape
+    from attncalc.render.notes import md_escape
 
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return "\n".join(lines + ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in rows]) + "\n"
 
 
 def _latex_table(head, rows) -> str:
-    from .notes import _latex_escape
+    from attncalc.render.notes import _latex_escape
 
     body = [" & ".join(_latex_escape(c) for c in r) + r" \\" for r in rows]
-    return "\n".join([r"\begin{tabular}{" + "l" * len(head) + "}", " & ".join(_latex_escape(h) for h in head) +
-                      r" \\ \hline", *body, r"\end{tabular}", ""])
+    return "\n".join(
+        [
+            r"\begin{tabular}{" + "l" * len(head) + "}",
+            " & ".join(_latex_escape(h) for h in head) + r" \\ \hline",
+            *body,
+            r"\end{tabular}",
+            "",
+        ]
+    )
 
 
 def notes_text(model, result, precision: int, latex: bool = False) -> str:
-    from .notes import latex_view, markdown_view, md_escape
+    from attncalc.render.notes import latex_view, markdown_view, md_escape
 
     view_fn, table_fn = (latex_view, _latex_table) if latex else (markdown_view, _md_table)
     say = (lambda s: "% " + s) if latex else (lambda s: md_escape(s) + "\n")
@@ -215,8 +257,12 @@ def notes_text(model, result, precision: int, latex: bool = False) -> str:
         if rest:
             parts.append(say(f"… {rest} more tokens"))
         parts.append(say(choice_line(step, precision)))
-    parts += [head("Summary"), say(cache_note(result)), table_fn(SUMMARY, summary_rows(result, precision)),
-              say(f"generated: {' '.join(result.generated)}")]
+    parts += [
+        head("Summary"),
+        say(cache_note(result)),
+        table_fn(SUMMARY, summary_rows(result, precision)),
+        say(f"generated: {' '.join(result.generated)}"),
+    ]
     return "\n".join(parts)
 
 
@@ -225,9 +271,9 @@ def notes_text(model, result, precision: int, latex: bool = False) -> str:
 
 def json_text(session, model, result, only: list[str] | None = None) -> str:
     """One pipe document: the encoder's tensors, every step's under `step.{i}.`, `generated`, `steps`."""
-    from ..document import dumps, make_document
-    from ..errors import InputError
-    from ..output import HUGE
+    from attncalc.errors import InputError
+    from attncalc.inputs.document import dumps, make_document
+    from attncalc.render.output import HUGE
 
     tensors, labels = {}, {}
 
@@ -255,15 +301,24 @@ def json_text(session, model, result, only: list[str] | None = None) -> str:
         tensors = {k: v for k, v in tensors.items() if (k.split(".", 2)[2] if k.startswith("step.") else k) in only}
     total = sum(v.size for v in tensors.values())
     if total > HUGE:
-        raise InputError("-f json", f"at most {HUGE:,} numbers in one document (pick tensors with --only "
-                         "logits,probs)", f"{total:,} numbers")
+        raise InputError(
+            "-f json",
+            f"at most {HUGE:,} numbers in one document (pick tensors with --only logits,probs)",
+            f"{total:,} numbers",
+        )
     st = result.settings
     options = {"strategy": st.strategy, "max_new_tokens": st.max_new_tokens, "kv_cache": st.use_cache}
     if sample:
         options.update(temperature=st.temperature, top_k=st.top_k, top_p=st.top_p, seed=st.seed)
-    doc = make_document(session.fixture, "generate", {"source": list(session.tokens["source"]),
-                                                      "target": list(session.tokens["target"])},
-                        tensors, {k: v for k, v in labels.items() if k in tensors}, [], options)
+    doc = make_document(
+        session.fixture,
+        "generate",
+        {"source": list(session.tokens["source"]), "target": list(session.tokens["target"])},
+        tensors,
+        {k: v for k, v in labels.items() if k in tensors},
+        [],
+        options,
+    )
     doc["generated"] = list(result.generated)
     doc["steps"] = [step_record(s, model.vocab) for s in result.steps]
     w, wo = totals(result)
@@ -273,11 +328,21 @@ def json_text(session, model, result, only: list[str] | None = None) -> str:
 
 def step_record(s, vocab) -> dict:
     c = s.choice
-    rec = {"step": s.index, "input": list(s.inputs), "position": s.position, "cache_rows": s.cache_rows,
-           "token": s.token, "token_id": c.token, "probability": float(s.probs[c.token]),
-           "macs": {**s.macs, "saved": s.macs["without_cache"] - s.macs["with_cache"]}}
+    rec = {
+        "step": s.index,
+        "input": list(s.inputs),
+        "position": s.position,
+        "cache_rows": s.cache_rows,
+        "token": s.token,
+        "token_id": c.token,
+        "probability": float(s.probs[c.token]),
+        "macs": {**s.macs, "saved": s.macs["without_cache"] - s.macs["with_cache"]},
+    }
     if c.u is not None:
-        rec.update(u=c.u, p_sample=float(c.p_sample[c.token]),
-                   kept_top_k=[vocab[i] for i in range(len(vocab)) if c.kept_k[i]],
-                   kept_top_p=[vocab[i] for i in range(len(vocab)) if c.kept_p[i]])
+        rec.update(
+            u=c.u,
+            p_sample=float(c.p_sample[c.token]),
+            kept_top_k=[vocab[i] for i in range(len(vocab)) if c.kept_k[i]],
+            kept_top_p=[vocab[i] for i in range(len(vocab)) if c.kept_p[i]],
+        )
     return rec

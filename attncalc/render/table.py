@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from .text import expansion_lines, fmt
-from .view import View
+from attncalc.render.text import expansion_lines, fmt
+from attncalc.render.view import View
 
 
 def console(record: bool = False, stderr: bool = False):
@@ -14,8 +14,15 @@ def console(record: bool = False, stderr: bool = False):
 
     width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else None
     plain = "NO_COLOR" in os.environ  # no escape codes at all, bold included
-    con = Console(record=record, stderr=stderr, width=width, no_color=plain or None,
-                  color_system=None if plain else "auto", highlight=False, soft_wrap=False)
+    con = Console(
+        record=record,
+        stderr=stderr,
+        width=width,
+        no_color=plain or None,
+        color_system=None if plain else "auto",
+        highlight=False,
+        soft_wrap=False,
+    )
     exit_rich = con.on_broken_pipe
 
     def on_broken_pipe():  # `attncalc … | head`: the reader had enough, which is no error (Rich says 1)
@@ -42,8 +49,15 @@ def table(view: View, p: int, title: str | None = None, changed: View | None = N
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold",
-              padding=(0, 1))
+    t = Table(
+        title=title,
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+        box=None,
+        header_style="bold",
+        padding=(0, 1),
+    )
     t.add_column("", style="bold", no_wrap=True)
     for j in view.cols:
         t.add_column("…" if j is None else view.col_labels[j], justify="right", no_wrap=True)
@@ -76,8 +90,9 @@ def fit(view: View, p: int, width: int) -> View:
     from rich.cells import cell_len
 
     def col_width(j):
-        return max([cell_len(view.col_labels[j])] +
-                   [len(fmt(float(view.matrix[i, j]), p)) for i in view.rows if i is not None])
+        return max(
+            [cell_len(view.col_labels[j])] + [len(fmt(float(view.matrix[i, j]), p)) for i in view.rows if i is not None]
+        )
 
     label = max([cell_len(view.row_labels[i]) for i in view.rows if i is not None] + [1])
     real = [j for j in view.cols if j is not None]

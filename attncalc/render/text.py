@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import math
 
-from ..expansion import Call, Expansion, Given
+from attncalc.core.expansion import Call, Expansion, Given
 
-LATEX_SYMBOLS = {"×": r"\times", "−": "-", "−∞": r"-\infty", "→": r"\to", "⊙": r"\odot", "μ": r"\mu", "σ²": r"\sigma^2",
-                 "²": "^2", ")²": ")^2", "x̂": r"\hat{x}", "γ": r"\gamma", "β": r"\beta"}
+LATEX_SYMBOLS = {
+    "×": r"\times",
+    "−": "-",
+    "−∞": r"-\infty",
+    "→": r"\to",
+    "⊙": r"\odot",
+    "μ": r"\mu",
+    "σ²": r"\sigma^2",
+    "²": "^2",
+    ")²": ")^2",
+    "x̂": r"\hat{x}",
+    "γ": r"\gamma",
+    "β": r"\beta",
+}
 
 
 def fmt(x, p: int = 3) -> str:

@@ -59,12 +59,29 @@ def views(name: str, node, value, max_rows: int = 16, max_cols: int = 12, max_he
         for h in heads:
             if h is None:
                 continue
-            out.append(View(f"{title}  head {h}", a2[h], visible(a2.shape[1], max_rows), visible(a2.shape[2], max_cols),
-                            _labels(rows_l, a2.shape[1]), _labels(cols_l, a2.shape[2]), heat))
+            out.append(
+                View(
+                    f"{title}  head {h}",
+                    a2[h],
+                    visible(a2.shape[1], max_rows),
+                    visible(a2.shape[2], max_cols),
+                    _labels(rows_l, a2.shape[1]),
+                    _labels(cols_l, a2.shape[2]),
+                    heat,
+                )
+            )
         return out
-    return [View(title, a2, visible(a2.shape[0], max_rows), visible(a2.shape[1], max_cols),
-                 _labels(rows_l, a2.shape[0]) if a.ndim >= 2 else [name.split(".")[-1]], _labels(cols_l, a2.shape[1]),
-                 heat)]
+    return [
+        View(
+            title,
+            a2,
+            visible(a2.shape[0], max_rows),
+            visible(a2.shape[1], max_cols),
+            _labels(rows_l, a2.shape[0]) if a.ndim >= 2 else [name.split(".")[-1]],
+            _labels(cols_l, a2.shape[1]),
+            heat,
+        )
+    ]
 
 
 def _labels(labels, n):

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from .errors import InputError
-from .expansion import Call, Expansion, given, sum_of, sum_of_products
+from attncalc.core.expansion import Call, Expansion, given, sum_of, sum_of_products
+from attncalc.errors import InputError
 
 
 def _need(cond: bool, where: str, expected: str, found: str):
@@ -92,8 +92,12 @@ class Affine(Op):
 
     def compute(self, x, w, b=None):
         w = w.T if self.transpose else w
-        _need(x.shape[-1] == w.shape[0], "matmul", f"{_shape(w)} weights to have {x.shape[-1]} rows "
-              f"(the columns of a {_shape(x)} input)", f"{w.shape[0]} rows")
+        _need(
+            x.shape[-1] == w.shape[0],
+            "matmul",
+            f"{_shape(w)} weights to have {x.shape[-1]} rows (the columns of a {_shape(x)} input)",
+            f"{w.shape[0]} rows",
+        )
         y = x @ w
         if b is not None:
             _need(b.shape == (w.shape[1],), "bias", f"{w.shape[1]} numbers", _shape(b))
@@ -125,17 +129,21 @@ class Scores(Op):
             return ""
         per = self.h // self.g
         kind = "MQA" if self.g == 1 else "GQA"
-        groups = "; ".join(f"query heads {', '.join(map(str, range(k * per, (k + 1) * per)))} → KV head {k}"
-                           for k in range(self.g))
-        return (f"{kind}: {self.h} query heads share {self.g} KV head{'s' if self.g > 1 else ''} "
-                f"({per} per KV head): {groups}")
+        groups = "; ".join(
+            f"query heads {', '.join(map(str, range(k * per, (k + 1) * per)))} → KV head {k}" for k in range(self.g)
+        )
+        return (
+            f"{kind}: {self.h} query heads share {self.g} KV head{'s' if self.g > 1 else ''} "
+            f"({per} per KV head): {groups}"
+        )
 
     def split(self, q, k):
         """Q, K as [h, n, d_k] and [h, m, d_k], each query head with its KV head."""
         _need(q.shape[1] % self.h == 0, "Q", f"columns divisible by heads={self.h}", str(q.shape[1]))
         dk = q.shape[1] // self.h
-        _need(k.shape[1] == self.g * dk, "K", f"{self.g}×{dk} = {self.g * dk} columns (kv_heads × d_k)",
-              str(k.shape[1]))
+        _need(
+            k.shape[1] == self.g * dk, "K", f"{self.g}×{dk} = {self.g * dk} columns (kv_heads × d_k)", str(k.shape[1])
+        )
         qh = q.reshape(q.shape[0], self.h, dk).transpose(1, 0, 2)  # [h, n, d_k]
         kh = k.reshape(k.shape[0], self.g, dk).transpose(1, 0, 2)  # [g, m, d_k]
         return qh, np.repeat(kh, self.h // self.g, axis=0), dk  # [h, m, d_k]

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-from .errors import InputError, describe
-from .fixture import to_array
+from attncalc.core.fixture import to_array
+from attncalc.errors import InputError, describe
 
 VERSION = 1
 
@@ -33,16 +33,14 @@ def _tensor(name: str, value) -> object:
     try:
         return jsonable(value)
     except ValueError:  # finite inputs so large that float64 overflowed on the way
-        raise InputError(name, "finite numbers", "∞ or NaN: the inputs are too large (float64 overflowed)") \
-            from None
+        raise InputError(name, "finite numbers", "∞ or NaN: the inputs are too large (float64 overflowed)") from None
 
 
 def dumps(doc: dict) -> str:
     try:
         return json.dumps(doc, ensure_ascii=False, allow_nan=False)
     except ValueError:  # a NaN / Infinity the stage never read (an echoed fixture field): name it
-        raise InputError(_non_finite(doc) or "output", "finite numbers (strict JSON)", "NaN or Infinity") \
-            from None
+        raise InputError(_non_finite(doc) or "output", "finite numbers (strict JSON)", "NaN or Infinity") from None
 
 
 def _non_finite(value, path: str = "") -> str | None:
@@ -77,8 +75,9 @@ def read_document(text: str, source: str) -> dict:
     if "attncalc" not in data:
         if "d_model" in data or "vocab" in data:
             return {"attncalc": VERSION, "fixture": data, "tensors": {}, "options": {}}
-        raise InputError(source, 'a pipe document ({"attncalc": 1, "fixture": …}) or a fixture',
-                         "keys " + describe(sorted(data)[:6]))
+        raise InputError(
+            source, 'a pipe document ({"attncalc": 1, "fixture": …}) or a fixture', "keys " + describe(sorted(data)[:6])
+        )
     if data["attncalc"] != VERSION:
         raise InputError(f"{source}: attncalc", f"version {VERSION}", describe(data["attncalc"]))
     for key, kind in (("fixture", dict), ("tensors", dict), ("options", dict)):
@@ -86,13 +85,16 @@ def read_document(text: str, source: str) -> dict:
             raise InputError(f"{source}: {key}", "a JSON object", describe(data[key]))
     data.setdefault("fixture", {})
     data.setdefault("options", {})
-    data["tensors"] = {name: to_array(v, f"{source}: tensors.{name}", allow_neg_inf=True)
-                       for name, v in (data.get("tensors") or {}).items()}
+    data["tensors"] = {
+        name: to_array(v, f"{source}: tensors.{name}", allow_neg_inf=True)
+        for name, v in (data.get("tensors") or {}).items()
+    }
     return data
 
 
-def make_document(fixture: dict, stage: str, tokens: dict, tensors: dict, labels: dict, notes: list,
-                  options: dict) -> dict:
+def make_document(
+    fixture: dict, stage: str, tokens: dict, tensors: dict, labels: dict, notes: list, options: dict
+) -> dict:
     return {
         "attncalc": VERSION,
         "fixture": fixture,

@@ -9,15 +9,15 @@ import math
 
 import numpy as np
 
-from .errors import InputError, describe
-from .fixture import to_array
+from attncalc.core.fixture import to_array
+from attncalc.errors import InputError, describe
 
 
 def parse_matrix(text: str, option: str) -> np.ndarray:
     """A 2-D float array from a literal; errors name the option, the row and the cell."""
     text = text.strip()
     if not text:
-        raise InputError(option, "a matrix such as \"1 0; 0 1\"", "an empty string")
+        raise InputError(option, 'a matrix such as "1 0; 0 1"', "an empty string")
     if text.startswith("["):
         try:
             value = json.loads(text, parse_constant=_reject_constant)
@@ -25,8 +25,9 @@ def parse_matrix(text: str, option: str) -> np.ndarray:
             try:  # a Python list: [[1, 2,], [3, 4]]
                 value = ast.literal_eval(text)
             except (ValueError, SyntaxError, MemoryError, RecursionError):
-                raise InputError(option, "a nested list such as [[1, 0], [0, 1]]", f"invalid JSON ({e.msg}, column "
-                                 f"{e.colno})") from None
+                raise InputError(
+                    option, "a nested list such as [[1, 0], [0, 1]]", f"invalid JSON ({e.msg}, column {e.colno})"
+                ) from None
         except ValueError as e:
             raise InputError(option, "finite numbers", str(e)) from None
         if isinstance(value, list) and value and not isinstance(value[0], list):
@@ -47,8 +48,11 @@ def parse_matrix(text: str, option: str) -> np.ndarray:
                     raise InputError(f"{option} row {i + 1}, number {j + 1}", "a finite number", repr(cell))
                 numbers.append(x)
             if parsed and len(numbers) != len(parsed[0]):
-                raise InputError(f"{option} row {i + 1}", f"{len(parsed[0])} numbers like row 1 (rows must be equal)",
-                                 str(len(numbers)))
+                raise InputError(
+                    f"{option} row {i + 1}",
+                    f"{len(parsed[0])} numbers like row 1 (rows must be equal)",
+                    str(len(numbers)),
+                )
             parsed.append(numbers)
         arr = np.array(parsed, dtype=float)
     if arr.ndim != 2 or arr.size == 0:

@@ -6,17 +6,41 @@ import math
 
 import numpy as np
 
-from .errors import InputError
-from .expansion import Call, Expansion, given, sum_of
-from .ops import Op
-
+from attncalc.core.expansion import Call, Expansion, given, sum_of
+from attncalc.core.ops import Op
+from attncalc.errors import InputError
 
 # Chebyshev coefficients of erfc (Numerical Recipes, 3rd ed., §6.2.2): |error| < 1.2e-16.
-_ERFC_COF = (-1.3026537197817094, 6.4196979235649026e-1, 1.9476473204185836e-2, -9.561514786808631e-3,
-             -9.46595344482036e-4, 3.66839497852761e-4, 4.2523324806907e-5, -2.0278578112534e-5,
-             -1.624290004647e-6, 1.303655835580e-6, 1.5626441722e-8, -8.5238095915e-8, 6.529054439e-9,
-             5.059343495e-9, -9.91364156e-10, -2.27365122e-10, 9.6467911e-11, 2.394038e-12, -6.886027e-12,
-             8.94487e-13, 3.13092e-13, -1.12708e-13, 3.81e-16, 7.106e-15, -1.523e-15, -9.4e-17, 1.21e-16, -2.8e-17)
+_ERFC_COF = (
+    -1.3026537197817094,
+    6.4196979235649026e-1,
+    1.9476473204185836e-2,
+    -9.561514786808631e-3,
+    -9.46595344482036e-4,
+    3.66839497852761e-4,
+    4.2523324806907e-5,
+    -2.0278578112534e-5,
+    -1.624290004647e-6,
+    1.303655835580e-6,
+    1.5626441722e-8,
+    -8.5238095915e-8,
+    6.529054439e-9,
+    5.059343495e-9,
+    -9.91364156e-10,
+    -2.27365122e-10,
+    9.6467911e-11,
+    2.394038e-12,
+    -6.886027e-12,
+    8.94487e-13,
+    3.13092e-13,
+    -1.12708e-13,
+    3.81e-16,
+    7.106e-15,
+    -1.523e-15,
+    -9.4e-17,
+    1.21e-16,
+    -2.8e-17,
+)
 
 
 def erfc(x: np.ndarray) -> np.ndarray:
@@ -99,8 +123,7 @@ class LayerNorm(Op):
         xhat = (float(row[j]) - mu) / math.sqrt(var + self.eps)  # the normalised value
         out = xhat * float(gamma[j]) + float(beta[j])
         third = ["x̂", "=", "(", float(row[j]), "−", mu, ")", "/", Call("sqrt", var, "+", eps), "=", xhat]
-        result = ["x̂", "×", "γ", "+", "β", "=", xhat, "×", given(gamma[j], g[1]), "+", given(beta[j], g[2]),
-                  "=", out]
+        result = ["x̂", "×", "γ", "+", "β", "=", xhat, "×", given(gamma[j], g[1]), "+", given(beta[j], g[2]), "=", out]
         return Expansion([result, first, second, third], out)  # the result, then where its numbers come from
 
 
@@ -123,8 +146,15 @@ class RMSNorm(Op):
             squares += (["+"] if k else []) + [float(v), "²"]
         first = ["mean(x²)", "=", "("] + squares + [")", "/", str(row.size), "=", ms]
         out = float(row[j]) / math.sqrt(ms + self.eps) * float(gamma[j])
-        second = [float(row[j]), "/", Call("sqrt", ms, "+", given(self.eps, True)), "×", given(gamma[j], g[1]),
-                  "=", out]
+        second = [
+            float(row[j]),
+            "/",
+            Call("sqrt", ms, "+", given(self.eps, True)),
+            "×",
+            given(gamma[j], g[1]),
+            "=",
+            out,
+        ]
         return Expansion([second, first], out)  # the result, then where mean(x²) comes from
 
 
@@ -146,8 +176,11 @@ class NegLogLikelihood(Op):
     def explain(self, xs, idx, g):
         (i,) = idx
         logp = float(log_softmax(xs[0][self.rows[i]])[self.labels[i]])
-        return Expansion([["−", Call("log", f"p({self.names[i]})"), "=", "−", Call("log", math.exp(logp)),
-                           "=", -logp]], -logp, f"the label at position {i} is {self.names[i]}")
+        return Expansion(
+            [["−", Call("log", f"p({self.names[i]})"), "=", "−", Call("log", math.exp(logp)), "=", -logp]],
+            -logp,
+            f"the label at position {i} is {self.names[i]}",
+        )
 
 
 class Mean(Op):

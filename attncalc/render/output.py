@@ -6,11 +6,11 @@ import sys
 
 import numpy as np
 
-from .document import dumps, jsonable, make_document
-from .errors import InputError
-from .literal import cell_label, parse_cell
-from .ops import Identity
-from .session import MAIN, Session
+from attncalc.core.ops import Identity
+from attncalc.errors import InputError
+from attncalc.inputs.document import dumps, jsonable, make_document
+from attncalc.inputs.literal import cell_label, parse_cell
+from attncalc.inputs.session import MAIN, Session
 
 WORK_CELLS = 64  # --work is on by default up to this many cells
 HUGE = 5_000_000  # numbers in one JSON document before we ask for --only
@@ -50,15 +50,19 @@ def main_name(session: Session, values: dict) -> str:
     name = MAIN.get(session.stage, "")
     name = name if name in values else list(values)[-1]
     g = session.graph  # enc_out is enc.{N-1}.H2 by another name: explain the cells of the step that makes it
-    while isinstance(g.nodes[name].op, Identity) and g.nodes[name].inputs and \
-            g.nodes[name].inputs[0] in values and g.nodes[g.nodes[name].inputs[0]].stage == session.stage:
+    while (
+        isinstance(g.nodes[name].op, Identity)
+        and g.nodes[name].inputs
+        and g.nodes[name].inputs[0] in values
+        and g.nodes[g.nodes[name].inputs[0]].stage == session.stage
+    ):
         name = g.nodes[name].inputs[0]
     return name
 
 
 def head_notes(session: Session, values: dict) -> list[str]:
     """GQA / MQA: which query heads share which KV head, for every attention block shown."""
-    from .ops import Scores
+    from attncalc.core.ops import Scores
 
     out = []
     for name, node in session.graph.nodes.items():
@@ -72,12 +76,25 @@ def document(session: Session, values: dict, only: list[str] | None) -> dict:
     tensors = {**session.passthrough, **values} if not only else {n: values[n] for n in only}
     total = sum(np.size(v) for v in tensors.values())
     if total > HUGE and not only:
-        raise InputError("-f json", f"at most {HUGE:,} numbers in one document (pick tensors with --only A,O)",
-                         f"{total:,} numbers, about {total * 20 / 1e6:,.0f} MB of JSON")
-    labels = {n: {"rows": g.nodes[n].rows, "cols": g.nodes[n].cols} for n in tensors
-              if n in g.nodes and (g.nodes[n].rows or g.nodes[n].cols)}
-    return make_document(session.fixture, session.stage, session.tokens, tensors, labels,
-                         list(g.warnings) + head_notes(session, values), session.options)
+        raise InputError(
+            "-f json",
+            f"at most {HUGE:,} numbers in one document (pick tensors with --only A,O)",
+            f"{total:,} numbers, about {total * 20 / 1e6:,.0f} MB of JSON",
+        )
+    labels = {
+        n: {"rows": g.nodes[n].rows, "cols": g.nodes[n].cols}
+        for n in tensors
+        if n in g.nodes and (g.nodes[n].rows or g.nodes[n].cols)
+    }
+    return make_document(
+        session.fixture,
+        session.stage,
+        session.tokens,
+        tensors,
+        labels,
+        list(g.warnings) + head_notes(session, values),
+        session.options,
+    )
 
 
 def explanations(session: Session, values: dict, name: str, cells: list[tuple]):
@@ -86,8 +103,15 @@ def explanations(session: Session, values: dict, name: str, cells: list[tuple]):
         yield cell_label(node, idx), session.graph.explain(name, idx)
 
 
-def emit(session: Session, values: dict, fmt: str = "auto", precision: int = 3, work: bool | None = None,
-         cell: str | None = None, only: list[str] | None = None) -> None:
+def emit(
+    session: Session,
+    values: dict,
+    fmt: str = "auto",
+    precision: int = 3,
+    work: bool | None = None,
+    cell: str | None = None,
+    only: list[str] | None = None,
+) -> None:
     """Print the stage: its tensors, the cell asked for, and (small matrices) every cell's arithmetic."""
     fmt = resolve_format(fmt)
     for name in only or []:
@@ -98,15 +122,20 @@ def emit(session: Session, values: dict, fmt: str = "auto", precision: int = 3, 
     if fmt == "json":
         doc = document(session, values, only)
         if chosen:
-            from .render.text import expansion_lines
+            from attncalc.render.text import expansion_lines
 
             name, idx = chosen[0]
             label, exp = next(explanations(session, values, name, [idx]))
-            doc["cell"] = {"tensor": name, "index": list(idx), "label": label, "value": jsonable(exp.result),
-                           "lines": expansion_lines(exp, precision)}
+            doc["cell"] = {
+                "tensor": name,
+                "index": list(idx),
+                "label": label,
+                "value": jsonable(exp.result),
+                "lines": expansion_lines(exp, precision),
+            }
         sys.stdout.write(dumps(doc) + "\n")
         return
-    from .render.view import views  # renderers are imported only by the format that uses them
+    from attncalc.render.view import views  # renderers are imported only by the format that uses them
 
     names = stage_names(session, values, only)
     if work is None:
@@ -115,7 +144,7 @@ def emit(session: Session, values: dict, fmt: str = "auto", precision: int = 3, 
     cells += chosen
     g = session.graph
     if fmt == "table":
-        from .render.table import console, print_explanation, print_views
+        from attncalc.render.table import console, print_explanation, print_views
 
         con = console()
         for note in head_notes(session, values):
@@ -123,20 +152,20 @@ def emit(session: Session, values: dict, fmt: str = "auto", precision: int = 3, 
         for name in names:
             print_views(con, views(name, g.node(name), values[name]), precision)
         if session.stage == "decoder" and "probs" in values and not only:
-            from .render.predictions import print_predictions
+            from attncalc.render.predictions import print_predictions
 
             print_predictions(con, g, values, precision)
         for name, idx in cells:
             label, exp = next(explanations(session, values, name, [idx]))
             print_explanation(con, label, exp, precision)
         return
-    from .render.notes import latex_explanation, latex_view, markdown_explanation, markdown_view
+    from attncalc.render.notes import latex_explanation, latex_view, markdown_explanation, markdown_view
 
     view_fn, expl_fn = (markdown_view, markdown_explanation) if fmt == "markdown" else (latex_view, latex_explanation)
     parts = [("% " if fmt == "latex" else "") + note for note in head_notes(session, values)]
     parts += [view_fn(v, precision) for name in names for v in views(name, g.node(name), values[name])]
     if fmt == "markdown" and session.stage == "decoder" and "probs" in values and not only:
-        from .render.predictions import markdown_predictions
+        from attncalc.render.predictions import markdown_predictions
 
         parts.append(markdown_predictions(g, values, precision))
     for name, idx in cells:

@@ -13,20 +13,32 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .build import Options
-from .build_layers import build
-from .document import read_document
-from .errors import InputError, describe
-from .fixture import Fixture
-from .graph import STAGES, Graph
-from .literal import parse_matrix
+from attncalc.core.build import Options
+from attncalc.core.build_layers import build
+from attncalc.core.fixture import Fixture
+from attncalc.core.graph import STAGES, Graph
+from attncalc.errors import InputError, describe
+from attncalc.inputs.document import read_document
+from attncalc.inputs.examples import load_example
+from attncalc.inputs.literal import parse_matrix
 
-MAIN = {"embed": "X", "pe": "H", "qkv": "Q", "scores": "S_scaled", "mask": "S_masked", "softmax": "A",
-        "attend": "Z", "encoder": "enc_out", "decoder": "probs"}
+MAIN = {
+    "embed": "X",
+    "pe": "H",
+    "qkv": "Q",
+    "scores": "S_scaled",
+    "mask": "S_masked",
+    "softmax": "A",
+    "attend": "Z",
+    "encoder": "enc_out",
+    "decoder": "probs",
+}
 WEIGHT_OPTIONS = {"wq": "Wq", "wk": "Wk", "wv": "Wv", "wo": "Wo"}
 TENSOR_OPTIONS = {"x": "X", "q": "Q", "k": "K", "v": "V", "weights": "A"}
-NO_INPUT = ("--example NAME, --fixture FILE, a pipe document (stdin or a path), or inline matrices such as "
-            "--scores \"5.1 1.0 4.3\"")
+NO_INPUT = (
+    "--example NAME, --fixture FILE, a pipe document (stdin or a path), or inline matrices such as "
+    '--scores "5.1 1.0 4.3"'
+)
 
 
 @dataclass
@@ -58,24 +70,6 @@ class Session:
     tokens: dict
 
 
-def _examples_dir():
-    """The bundled examples: a plain folder when installed (wheel or checkout); importlib.resources
-    (slower to import than the file is to read) only for anything else, such as a zip."""
-    from pathlib import Path
-
-    here = Path(__file__).parent / "examples"
-    if here.is_dir():
-        return here
-    from importlib import resources
-
-    return resources.files("attncalc") / "examples"
-
-
-def example_names() -> list[str]:
-    root = _examples_dir()
-    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".json"))
-
-
 def read_text(path: str) -> str:
     try:
         if path == "-":
@@ -87,17 +81,9 @@ def read_text(path: str) -> str:
         raise InputError(path, "a readable UTF-8 file", reason) from None
 
 
-def load_example(name: str) -> dict:
-    names = example_names()
-    if name not in names:
-        raise InputError("--example", "one of " + ", ".join(names), repr(name))
-    text = (_examples_dir() / f"{name}.json").read_text(encoding="utf-8")
-    return json.loads(text)
-
-
 def set_field(raw: dict, assignment: str) -> None:
     """`--set position.type=rope`: the value is JSON when it parses as JSON, else a string."""
-    from .fixture import _PATH_PART
+    from attncalc.core.fixture import _PATH_PART
 
     if "=" not in assignment:
         raise InputError("--set", "KEY=VALUE (for example position.type=rope)", repr(assignment))
@@ -161,10 +147,11 @@ def check_shape(node, value, where: str) -> None:
     if node.rows is None and node.cols is None:  # (a labelled tensor given as one number fails below)
         return
     if len(got) < 2 or any(w is not None and w != g for w, g in zip(want, got[-2:])):
-        from .fixture import fmt_shape
+        from attncalc.core.fixture import fmt_shape
 
-        raise InputError(where, f"shape {fmt_shape(want)} (rows: {', '.join((node.rows or [])[:6]) or 'any'})",
-                         fmt_shape(got))
+        raise InputError(
+            where, f"shape {fmt_shape(want)} (rows: {', '.join((node.rows or [])[:6]) or 'any'})", fmt_shape(got)
+        )
 
 
 def open_session(req: Request) -> Session:
@@ -196,9 +183,15 @@ def open_session(req: Request) -> Session:
             d = len(w) if w else None
         if d:
             raw["d_model"] = d
-    options = {k: v for k, v in {"kind": req.kind or doc_options.get("kind"),
-                                 "scale": req.scale if req.scale is not None else doc_options.get("scale"),
-                                 "block": block}.items() if v is not None}
+    options = {
+        k: v
+        for k, v in {
+            "kind": req.kind or doc_options.get("kind"),
+            "scale": req.scale if req.scale is not None else doc_options.get("scale"),
+            "block": block,
+        }.items()
+        if v is not None
+    }
     d_k = None
     if "Q" in given:
         d_k = given["Q"].shape[1] // (req.heads or 1)
@@ -215,7 +208,7 @@ def open_session(req: Request) -> Session:
             graph.give(name, value)
     for name, value in given.items():
         if name not in graph.nodes:
-            raise InputError("--" + name.lower(), f"a tensor this stage uses", name)
+            raise InputError("--" + name.lower(), "a tensor this stage uses", name)
         graph.give(name, value)
     tokens = {"source": fx.get("source") or [], "target": fx.get("target") or []}
     return Session(raw, source, graph, req.stage, strict, options, passthrough, tokens)
@@ -248,7 +241,7 @@ def evaluate(session: Session, names: list[str] | None = None) -> dict[str, np.n
             blocked = np.flatnonzero(~value.any(axis=1))
             for i in blocked[:3]:
                 row = (g.nodes[name].rows or [str(i)] * (i + 1))[i]
-                msg = (f"{name} row {i} ({row}) blocks every key: its attention weights and output are all zero")
+                msg = f"{name} row {i} ({row}) blocks every key: its attention weights and output are all zero"
                 if msg not in g.warnings:
                     g.warnings.append(msg)
             if len(blocked) > 3:  # one line for the rest, not one per row of a long sequence

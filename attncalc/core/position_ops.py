@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from . import positions
-from .expansion import Call, Expansion, given
-from .ops import Op
+from attncalc.core import positions
+from attncalc.core.expansion import Call, Expansion, given
+from attncalc.core.ops import Op
 
 
 class Sinusoidal(Op):
@@ -30,8 +30,11 @@ class Sinusoidal(Op):
         angle = pos / self.base ** (two_i / d)
         fn = "sin" if col % 2 == 0 else "cos"
         v = math.sin(angle) if fn == "sin" else math.cos(angle)
-        return Expansion([[Call(fn, str(pos), "/", f"{self.base:g}^({two_i}/{d})"), "=", Call(fn, angle), "=", v]],
-                         v, f"position {pos}, pair i = {two_i // 2}")
+        return Expansion(
+            [[Call(fn, str(pos), "/", f"{self.base:g}^({two_i}/{d})"), "=", Call(fn, angle), "=", v]],
+            v,
+            f"position {pos}, pair i = {two_i // 2}",
+        )
 
 
 MASK_KINDS = ("none", "causal", "padding", "causal+padding")
@@ -73,8 +76,11 @@ class MaskMatrix(Op):
         n, m = xs[0].shape[-2:]
         v = float(self.compute(xs[0])[i, j])
         why = self.reason(i, j, m, n)
-        return Expansion([["blocked" if not v else "visible", "→", v]], v,
-                         why or f"mask kind {self.kind}: key {j} is visible to query {i}")
+        return Expansion(
+            [["blocked" if not v else "visible", "→", v]],
+            v,
+            why or f"mask kind {self.kind}: key {j} is visible to query {i}",
+        )
 
 
 class Angles(Op):
@@ -89,8 +95,11 @@ class Angles(Op):
     def explain(self, xs, idx, g):
         pos, j = idx[0] + self.offset, idx[1]
         v = pos * float(self.inv_freq[j])
-        return Expansion([[str(pos), "×", float(self.inv_freq[j]), "=", v]], v,
-                         f"inv_freq_{j} = 1/θ^({2 * j}/d_k), after any scaling")
+        return Expansion(
+            [[str(pos), "×", float(self.inv_freq[j]), "=", v]],
+            v,
+            f"inv_freq_{j} = 1/θ^({2 * j}/d_k), after any scaling",
+        )
 
 
 class Rope(Op):
@@ -115,8 +124,7 @@ class Rope(Op):
         a, base = float(angles[i, p]), head * dk
         xc, xp = float(x[i, base + c]), float(x[i, base + partner])
         v = (xc * math.cos(a) + sign * xp * math.sin(a)) * self.factor
-        line = [given(xc, g[0]), "×", Call("cos", a), "+" if sign > 0 else "−", given(xp, g[0]), "×",
-                Call("sin", a)]
+        line = [given(xc, g[0]), "×", Call("cos", a), "+" if sign > 0 else "−", given(xp, g[0]), "×", Call("sin", a)]
         scaled = ["×", given(self.factor, True)] if self.factor != 1.0 else []
         if scaled:
             line = ["("] + line + [")"] + scaled
@@ -124,12 +132,31 @@ class Rope(Op):
         x_lo, x_hi = float(x[i, base + lo]), float(x[i, base + hi])
         cos, sin = math.cos(a), math.sin(a)
         out = [(x_lo * cos - x_hi * sin) * self.factor, (x_hi * cos + x_lo * sin) * self.factor]
-        rotation = [f"pair ({lo}, {hi}):", "[", Call("cos", a), Call("−sin", a), ";", Call("sin", a),
-                    Call("cos", a), "]", "·", "[", given(x_lo, g[0]), ";", given(x_hi, g[0]), "]"] + scaled
-        numbers = ["=", "[", cos, -sin, ";", sin, cos, "]", "·", "[", given(x_lo, g[0]), ";", given(x_hi, g[0]),
-                   "]"] + scaled + ["=", "[", out[0], ";", out[1], "]"]
-        note = (f"column {c} turns with column {partner} of head {head} by angle {a:.4g} (pair {p}, {self.layout} "
-                f"layout): the 2×2 rotation [cos −sin; sin cos]; this cell is entry {1 + (c == hi)} of the result")
+        rotation = [
+            f"pair ({lo}, {hi}):",
+            "[",
+            Call("cos", a),
+            Call("−sin", a),
+            ";",
+            Call("sin", a),
+            Call("cos", a),
+            "]",
+            "·",
+            "[",
+            given(x_lo, g[0]),
+            ";",
+            given(x_hi, g[0]),
+            "]",
+        ] + scaled
+        numbers = (
+            ["=", "[", cos, -sin, ";", sin, cos, "]", "·", "[", given(x_lo, g[0]), ";", given(x_hi, g[0]), "]"]
+            + scaled
+            + ["=", "[", out[0], ";", out[1], "]"]
+        )
+        note = (
+            f"column {c} turns with column {partner} of head {head} by angle {a:.4g} (pair {p}, {self.layout} "
+            f"layout): the 2×2 rotation [cos −sin; sin cos]; this cell is entry {1 + (c == hi)} of the result"
+        )
         return Expansion([line + ["=", v], rotation, numbers], v, note)
 
 
@@ -150,5 +177,8 @@ class Alibi(Op):
         n, m = xs[0].shape[-2:]
         qi = i + (m - n if self.q_offset is None else self.q_offset)
         v = -float(self.slopes[head]) * (qi - j)
-        return Expansion([["−", given(self.slopes[head], True), "×", "(", str(qi), "−", str(j), ")", "=", v]],
-                         v, f"slope of head {head}; farther keys get a larger penalty")
+        return Expansion(
+            [["−", given(self.slopes[head], True), "×", "(", str(qi), "−", str(j), ")", "=", v]],
+            v,
+            f"slope of head {head}; farther keys get a larger penalty",
+        )

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import InputError
-from .expansion import Expansion
+from attncalc.core.expansion import Expansion
+from attncalc.errors import InputError
 
 STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder")
 
@@ -23,8 +23,9 @@ def _compute(name: str, op, args, **kw):
         with np.errstate(over="raise", invalid="raise", divide="ignore"):
             return op.compute(*args, **kw)
     except FloatingPointError:
-        raise InputError(name, "numbers that fit in float64", "∞ or NaN on the way (an input too large, or "
-                         "infinite)") from None
+        raise InputError(
+            name, "numbers that fit in float64", "∞ or NaN on the way (an input too large, or infinite)"
+        ) from None
 
 
 @dataclass
@@ -60,13 +61,13 @@ class Graph:
         return node.name
 
     def leaf(self, name, value, missing="", **kw) -> str:
-        return self.add(Node(name, value=None if value is None else np.asarray(value, float),
-                             missing=missing, shown=False, **kw))
+        return self.add(
+            Node(name, value=None if value is None else np.asarray(value, float), missing=missing, shown=False, **kw)
+        )
 
     def node(self, name: str) -> Node:
         if name not in self.nodes:
-            raise InputError("tensor", "one of " + ", ".join(n for n, v in self.nodes.items() if v.shown),
-                             repr(name))
+            raise InputError("tensor", "one of " + ", ".join(n for n, v in self.nodes.items() if v.shown), repr(name))
         return self.nodes[name]
 
     def give(self, name: str, value) -> None:
@@ -132,9 +133,13 @@ class Graph:
             node = self.nodes[cur]
             args = [self.cache[i] for i in node.inputs]
             first = node.inputs[0] if node.inputs else None
-            spare = (getattr(node.op, "reuses_input", False) and first in made and first not in keep
-                     and uses[first] == 1 and not any(k != first and np.may_share_memory(v, args[0])
-                                                      for k, v in self.cache.items()))
+            spare = (
+                getattr(node.op, "reuses_input", False)
+                and first in made
+                and first not in keep
+                and uses[first] == 1
+                and not any(k != first and np.may_share_memory(v, args[0]) for k, v in self.cache.items())
+            )
             try:
                 out = _compute(cur, node.op, args, **({"reuse": True} if spare else {}))
             finally:

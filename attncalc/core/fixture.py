@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, describe
+from attncalc.errors import InputError, describe
 
 _MISSING = object()
 _FLOAT_MAX = 1.7976931348623157e308  # the largest finite float64
@@ -112,8 +112,9 @@ class Fixture:
 
     def __init__(self, raw: Any, source: str = "", strict: bool = True, prefix: str = ""):
         if not isinstance(raw, dict):
-            raise InputError(_where(source, prefix.rstrip(".") or "fixture"), "a JSON object (the fixture)",
-                             type(raw).__name__)
+            raise InputError(
+                _where(source, prefix.rstrip(".") or "fixture"), "a JSON object (the fixture)", type(raw).__name__
+            )
         self.raw, self.source, self.strict, self.prefix = raw, source, strict, prefix
 
     def where(self, path: str) -> str:
@@ -163,10 +164,13 @@ class Fixture:
         value = self.get(path, default)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not -_FLOAT_MAX <= value <= _FLOAT_MAX or (positive and value <= 0):
-            raise InputError(self.where(path), "a positive number" if positive else "a finite number",
-                             describe(value))
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not -_FLOAT_MAX <= value <= _FLOAT_MAX
+            or (positive and value <= 0)
+        ):
+            raise InputError(self.where(path), "a positive number" if positive else "a finite number", describe(value))
         return float(value)
 
     def choice(self, path: str, options, default: str) -> str:
@@ -188,7 +192,9 @@ class Fixture:
         seen: dict[str, int] = {}
         for k, t in enumerate(vocab):
             if t in seen:
-                raise InputError(self.where(f"vocab[{k}]"), "tokens to be unique", f"{t!r} again (also vocab[{seen[t]}])")
+                raise InputError(
+                    self.where(f"vocab[{k}]"), "tokens to be unique", f"{t!r} again (also vocab[{seen[t]}])"
+                )
             seen[t] = k
         return vocab
 

@@ -52,8 +52,11 @@ def _original_max(scaling: dict) -> int:
     """original_max_position_embeddings, defaulting to max_position_embeddings as HF's standardize_rope_params."""
     value = scaling.get("original_max_position_embeddings", scaling.get("max_position_embeddings"))
     if value is None:
-        raise InputError("position.scaling.original_max_position_embeddings",
-                         "the pretraining context length (or max_position_embeddings)", "nothing")
+        raise InputError(
+            "position.scaling.original_max_position_embeddings",
+            "the pretraining context length (or max_position_embeddings)",
+            "nothing",
+        )
     return value
 
 
@@ -101,8 +104,9 @@ def _llama3(inv_freq: np.ndarray, scaling: dict) -> np.ndarray:
     low_ff = float(scaling.get("low_freq_factor", 1.0))
     high_ff = float(scaling.get("high_freq_factor", 4.0))
     if high_ff <= low_ff:
-        raise InputError("position.scaling.high_freq_factor", f"a number > low_freq_factor ({low_ff})",
-                         describe(high_ff))
+        raise InputError(
+            "position.scaling.high_freq_factor", f"a number > low_freq_factor ({low_ff})", describe(high_ff)
+        )
     old_len = _original_max(scaling)
     low_wavelen, high_wavelen = old_len / low_ff, old_len / high_ff
     wavelen = 2 * math.pi / inv_freq  # [dim/2]
@@ -113,8 +117,9 @@ def _llama3(inv_freq: np.ndarray, scaling: dict) -> np.ndarray:
     return np.where(medium, smoothed, inv)  # [dim/2]
 
 
-def rope_inv_freq(head_dim: int, theta: float = 10000.0, scaling: dict | None = None,
-                  seq_len: int | None = None) -> tuple[np.ndarray, float]:
+def rope_inv_freq(
+    head_dim: int, theta: float = 10000.0, scaling: dict | None = None, seq_len: int | None = None
+) -> tuple[np.ndarray, float]:
     """RoPE inverse frequencies [head_dim//2] and attention factor, with optional Hugging Face scaling.
 
     `scaling` keys (type key "rope_type" wins over "type"; missing type means "default"):
@@ -167,8 +172,7 @@ def _check_layout(layout: str) -> None:
         raise InputError("layout", "one of " + ", ".join(LAYOUTS), describe(layout))
 
 
-def rope_rotate(x: np.ndarray, angles: np.ndarray, layout: str = "half",
-                attention_factor: float = 1.0) -> np.ndarray:
+def rope_rotate(x: np.ndarray, angles: np.ndarray, layout: str = "half", attention_factor: float = 1.0) -> np.ndarray:
     """Rotate x [..., n, head_dim] by angles [n, head_dim//2]; cos and sin scaled by attention_factor as HF."""
     _check_layout(layout)
     x = np.asarray(x, dtype=np.float64)  # [..., n, head_dim]

@@ -1,0 +1,400 @@
+"""Fixture → graph: embedding, positions, attention blocks, encoder and decoder layers, output.
+
+The builder makes every choice (post/pre-norm, LayerNorm/RMSNorm, relu/gelu/swiglu, RoPE,
+ALiBi, GQA, encoder–decoder or decoder-only); the operations stay few. It only builds the
+parts the requested stage needs, and reads (and checks) only the fixture fields those use.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from attncalc.core import positions
+from attncalc.core.fixture import Fixture
+from attncalc.core.graph import Graph, Node
+from attncalc.core.ops import Add, Affine, Attend, Identity, Lookup, Mask, Scale, Scores, Softmax
+from attncalc.core.position_ops import Alibi, Angles, MaskMatrix, Rope, Sinusoidal
+from attncalc.errors import InputError
+
+POSITION_TYPES = ("sinusoidal", "learned", "rope", "alibi", "none")
+
+
+@dataclass
+class Options:
+    """Choices a command line can make on top of the fixture."""
+
+    kind: str | None = None  # mask of the stage block
+    scale: float | None = None
+    block: str | None = None
+    d_k: int | None = None  # when no Wq says it (a calculator given Q directly)
+
+
+def _dims(n):
+    return [str(j) for j in range(n)]
+
+
+class Builder:
+    def __init__(self, fx: Fixture, opts: Options | None = None):
+        self.fx, self.opts, self.g = fx, opts or Options(), Graph()
+        self.d = fx.integer("d_model", None if fx.strict else 0, minimum=1 if fx.strict else 0) or None
+        self.position = fx.choice("position.type", POSITION_TYPES, "sinusoidal")
+        self.offset = 0  # position of the first row (generation with a KV cache: the new token's position)
+        self.extend_kv = None  # generation: (prefix, K, V, key labels) -> cached + new K, V and labels
+
+    # ---- inputs ----------------------------------------------------------------------------
+    def embed(self, tokens, prefix="", stage="embed"):
+        """X = E[ids] · embed_scale: the rows of the embedding table for the tokens."""
+        fx, g = self.fx, self.g
+        vocab = fx.vocab() if fx.strict or fx.has("vocab") else []
+        ids = [vocab.index(t) for t in tokens]
+        g.leaf("E", fx.array("embedding", (len(vocab) or None, self.d)), "embedding")
+        scale = fx.number("embed_scale", 1.0)
+        g.add(
+            Node(
+                prefix + "X",
+                op=Lookup(ids, tokens, "E", scale),
+                inputs=("E",),
+                stage=stage,
+                formula="X = E[token]" + (f" × {scale:g}" if scale != 1 else ""),
+                rows=tokens,
+                cols=_dims(self.d or 0),
+                about="embed",
+            )
+        )
+        return prefix + "X"
+
+    def add_positions(self, x, labels, prefix="", stage="pe", out="H"):
+        """H = X + PE for sinusoidal and learned positions; H = X when RoPE, ALiBi or none."""
+        fx, g = self.fx, self.g
+        cols = _dims(self.d or 0)
+        if self.position == "sinusoidal":
+            base = fx.number("position.base", 10000.0, positive=True)
+            g.add(
+                Node(
+                    prefix + "PE",
+                    op=Sinusoidal(base, self.offset),
+                    inputs=(x,),
+                    stage=stage,
+                    formula="PE[pos, 2i] = sin(pos/10000^(2i/d)), PE[pos, 2i+1] = cos(…)",
+                    rows=labels,
+                    cols=cols,
+                    about="pe",
+                )
+            )
+        elif self.position == "learned":
+            g.leaf("P", fx.array("position.table", (None, self.d)), "position.table")
+            table = fx.get("position.table")
+            if len(table) < self.offset + len(labels):
+                raise InputError(
+                    fx.where("position.table"),
+                    f"at least {self.offset + len(labels)} rows (one per position)",
+                    f"{len(table)}",
+                )
+            g.add(
+                Node(
+                    prefix + "PE",
+                    op=Lookup(
+                        range(self.offset, self.offset + len(labels)),
+                        [str(self.offset + j) for j in range(len(labels))],
+                        "P",
+                    ),
+                    inputs=("P",),
+                    stage=stage,
+                    formula="PE[pos] = P[pos]",
+                    rows=labels,
+                    cols=cols,
+                    about="pe",
+                )
+            )
+        else:
+            note = {
+                "rope": "RoPE rotates Q and K instead of adding to X",
+                "alibi": "ALiBi biases the scores instead of adding to X",
+                "none": "no positional encoding",
+            }[self.position]
+            g.add(
+                Node(
+                    out,
+                    op=Identity(note),
+                    inputs=(x,),
+                    stage=stage,
+                    formula=f"{out} = X ({note})",
+                    rows=labels,
+                    cols=cols,
+                    about="pe",
+                )
+            )
+            return out
+        g.add(
+            Node(
+                out,
+                op=Add(),
+                inputs=(x, prefix + "PE"),
+                stage=stage,
+                formula=f"{out} = X + PE",
+                rows=labels,
+                cols=cols,
+                about="residual_pe",
+            )
+        )
+        return out
+
+    # ---- one attention block ---------------------------------------------------------------
+    def _param(self, path, shape, required=True, why=""):
+        value = self.fx.array(path, shape, required, why)
+        if value is None and not required:
+            return None
+        return self.g.leaf(path, value, path)
+
+    def attention(
+        self,
+        path,
+        prefix,
+        q_in,
+        kv_in,
+        q_labels,
+        k_labels,
+        kind,
+        key_is_pad=None,
+        stages=("qkv", "scores", "mask", "softmax", "attend"),
+        self_attention=True,
+    ):
+        """Q, K, V → S → S_scaled → M, S_masked → A → O → Z, every tensor a named node."""
+        fx, g, d = self.fx, self.g, self.d
+        top_heads = fx.integer("attention.heads", 1)
+        h = fx.integer(f"{path}.heads", top_heads)
+        kv = fx.integer(f"{path}.kv_heads", fx.integer("attention.kv_heads", h) if path != "attention" else h)
+        if h % kv:
+            raise InputError(fx.where(f"{path}.kv_heads"), f"a divisor of heads = {h}", str(kv))
+        wq = fx.array(f"{path}.Wq", (d, None), fx.strict)
+        dk = wq.shape[1] // h if wq is not None else (self.opts.d_k or 0)
+        if wq is not None and (wq.shape[1] % h or dk == 0):
+            raise InputError(fx.where(f"{path}.Wq"), f"columns divisible by heads = {h}", str(wq.shape[1]))
+        wk = fx.array(f"{path}.Wk", (d, kv * dk if dk else None), fx.strict, f" (kv_heads·d_k = {kv}·{dk})")
+        wv = fx.array(f"{path}.Wv", (d, None), fx.strict)
+        if wv is not None and wv.shape[1] % kv:
+            raise InputError(fx.where(f"{path}.Wv"), f"columns divisible by kv_heads = {kv}", str(wv.shape[1]))
+        dv = wv.shape[1] // kv if wv is not None else None
+        for name, w in (("Wq", wq), ("Wk", wk), ("Wv", wv)):
+            g.leaf(f"{path}.{name}", w, f"{path}.{name}")
+        st = dict(zip(("qkv", "scores", "mask", "softmax", "attend"), stages if len(stages) == 5 else stages * 5))
+        qkv = {}
+        for t, src, width in (
+            ("Q", q_in, h * dk if dk else None),
+            ("K", kv_in, kv * dk if dk else None),
+            ("V", kv_in, kv * dv if dv else None),
+        ):
+            b = self._param(f"{path}.b{t.lower()}", (width,), required=False)
+            qkv[t] = g.add(
+                Node(
+                    prefix + t,
+                    op=Affine(),
+                    inputs=(src, f"{path}.W{t.lower()}") + ((b,) if b else ()),
+                    stage=st["qkv"],
+                    formula=f"{t} = {src.split('.')[-1]}·W{t.lower()}" + (f" + b{t.lower()}" if b else ""),
+                    rows=q_labels if t == "Q" else k_labels,
+                    cols=_dims(width or 0),
+                    about=t,
+                )
+            )
+        q, k = qkv["Q"], qkv["K"]
+        if self.position == "rope" and self_attention:
+            q, k = self.rope(prefix, q, k, h, kv, dk, q_labels, k_labels, st["qkv"])
+        v = qkv["V"]
+        if self.extend_kv is not None and self_attention:  # the keys and values of earlier steps come first
+            k, v, k_labels = self.extend_kv(prefix, k, v, k_labels)
+        g.add(
+            Node(
+                prefix + "S",
+                op=Scores(h, kv),
+                inputs=(q, k),
+                stage=st["scores"],
+                formula="S = Q·Kᵀ",
+                rows=q_labels,
+                cols=k_labels,
+                about="S",
+            )
+        )
+        scale = self.opts.scale if self.opts.scale is not None else fx.number(f"{path}.scale", None, positive=True)
+        text = f"{scale:g}" if scale is not None else f"1/√{dk}"
+        scale = scale if scale is not None else 1 / math.sqrt(dk or 1)
+        scaled_in = (prefix + "S",)
+        if self.position == "alibi" and self_attention:
+            g.add(
+                Node(
+                    prefix + "bias",
+                    op=Alibi(h),
+                    inputs=(prefix + "S",),
+                    stage=st["scores"],
+                    formula="bias = −slope·(i − j)",
+                    rows=q_labels,
+                    cols=k_labels,
+                    about="alibi",
+                )
+            )
+            scaled_in += (prefix + "bias",)
+        g.add(
+            Node(
+                prefix + "S_scaled",
+                op=Scale(scale, text),
+                inputs=scaled_in,
+                stage=st["scores"],
+                formula=f"S_scaled = S × {text}" + (" + bias" if len(scaled_in) > 1 else ""),
+                rows=q_labels,
+                cols=k_labels,
+                about="scale",
+            )
+        )
+        mm = MaskMatrix(kind, key_is_pad, q_labels, k_labels)
+        g.add(
+            Node(
+                prefix + "M",
+                op=mm,
+                inputs=(prefix + "S_scaled",),
+                stage=st["mask"],
+                formula=f"M: {kind} mask (1 = may look)",
+                rows=q_labels,
+                cols=k_labels,
+                about="mask",
+            )
+        )
+        g.add(
+            Node(
+                prefix + "S_masked",
+                op=Mask(mm.reason),
+                inputs=(prefix + "S_scaled", prefix + "M"),
+                stage=st["mask"],
+                formula="S_masked = S_scaled where M = 1, −∞ where M = 0",
+                rows=q_labels,
+                cols=k_labels,
+                about="mask",
+            )
+        )
+        g.add(
+            Node(
+                prefix + "A",
+                op=Softmax(),
+                inputs=(prefix + "S_masked",),
+                stage=st["softmax"],
+                formula="A = softmax(S_masked) per row",
+                rows=q_labels,
+                cols=k_labels,
+                about="softmax",
+            )
+        )
+        g.add(
+            Node(
+                prefix + "O",
+                op=Attend(h, kv),
+                inputs=(prefix + "A", v),
+                stage=st["attend"],
+                formula="O = A·V" + (" per head, heads concatenated" if h > 1 else ""),
+                rows=q_labels,
+                cols=_dims(h * dv if dv else 0),
+                about="O",
+            )
+        )
+        wo = fx.array(f"{path}.Wo", (h * dv if dv else None, d), False)
+        bo = self._param(f"{path}.bo", (d,), required=False)
+        if wo is None and dv is not None and d is not None and h * dv != d and fx.strict:
+            raise InputError(
+                fx.where(f"{path}.Wo"),
+                f"a {h * dv} × {d} matrix (heads·d_v ≠ d_model, so it cannot be left out)",
+                "nothing (the key is missing)",
+            )
+        if wo is not None or bo:
+            g.leaf(f"{path}.Wo", wo if wo is not None else np.eye(h * (dv or 0)), f"{path}.Wo")
+            g.add(
+                Node(
+                    prefix + "Z",
+                    op=Affine(),
+                    inputs=(prefix + "O", f"{path}.Wo") + ((bo,) if bo else ()),
+                    stage=st["attend"],
+                    formula="Z = O·Wo" + (" + bo" if bo else ""),
+                    rows=q_labels,
+                    cols=_dims(d or 0),
+                    about="Z",
+                )
+            )
+        else:
+            g.add(
+                Node(
+                    prefix + "Z",
+                    op=Identity("no Wo: Z = O"),
+                    inputs=(prefix + "O",),
+                    stage=st["attend"],
+                    formula="Z = O (no Wo)",
+                    rows=q_labels,
+                    cols=_dims(h * dv if dv else 0),
+                    about="Z",
+                )
+            )
+        return prefix + "Z"
+
+    def rope(self, prefix, q, k, h, kv, dk, q_labels, k_labels, stage):
+        """Q_rope, K_rope: each head's column pairs rotated by position × inv_freq."""
+        fx = self.fx
+        if dk % 2:
+            raise InputError(fx.where("position.type"), "an even head dimension d_k for RoPE", f"d_k = {dk}")
+        layout = fx.choice("position.layout", ("half", "interleaved"), "half")
+        scaling = fx.get("position.scaling")
+        if scaling is not None and not isinstance(scaling, dict):
+            raise InputError(
+                fx.where("position.scaling"), 'an object such as {"type": "linear", "factor": 2}', repr(scaling)[:40]
+            )
+        inv_freq, factor = positions.rope_inv_freq(
+            dk,
+            fx.number("position.theta", 10000.0, positive=True),
+            scaling,
+            seq_len=self.offset + len(k_labels) if k_labels else None,
+        )
+        g = self.g
+        pairs = [
+            f"pair {j} ({j},{j + dk // 2})" if layout == "half" else f"pair {j} ({2 * j},{2 * j + 1})"
+            for j in range(dk // 2)
+        ]  # which two columns of every head each angle turns
+        freqs = ", ".join(f"{f:.4g}" for f in inv_freq[:4]) + (", …" if len(inv_freq) > 4 else "")
+        kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
+        extra = (f"; {kind} scaling" if kind != "default" else "") + (
+            f", cos and sin × {factor:.4g}" if factor != 1.0 else ""
+        )
+        g.add(
+            Node(
+                prefix + "angles",
+                op=Angles(inv_freq, self.offset),
+                inputs=(k,),
+                stage=stage,
+                formula=f"angle[pos, pair j] = pos × inv_freq_j (radians), inv_freq = [{freqs}]{extra}",
+                rows=k_labels,
+                cols=pairs,
+                about="rope_angles",
+            )
+        )
+        g.add(
+            Node(
+                prefix + "Q_rope",
+                op=Rope(h, layout, factor),
+                inputs=(q, prefix + "angles"),
+                stage=stage,
+                formula="Q_rope = rotate(Q, angle)",
+                rows=q_labels,
+                cols=_dims(h * dk),
+                about="rope",
+            )
+        )
+        g.add(
+            Node(
+                prefix + "K_rope",
+                op=Rope(kv, layout, factor),
+                inputs=(k, prefix + "angles"),
+                stage=stage,
+                formula="K_rope = rotate(K, angle)",
+                rows=k_labels,
+                cols=_dims(kv * dk),
+                about="rope",
+            )
+        )
+        return prefix + "Q_rope", prefix + "K_rope"

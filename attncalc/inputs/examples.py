@@ -1,0 +1,33 @@
+"""The bundled examples (woaini, wochiyu, tinyllama): JSON files shipped inside the package."""
+
+from __future__ import annotations
+
+import json
+
+from attncalc.errors import InputError
+
+
+def examples_dir():
+    """The bundled examples: a plain folder when installed (wheel or checkout); importlib.resources
+    (slower to import than the file is to read) only for anything else, such as a zip."""
+    from pathlib import Path
+
+    here = Path(__file__).parent.parent / "examples"
+    if here.is_dir():
+        return here
+    from importlib import resources
+
+    return resources.files("attncalc") / "examples"
+
+
+def example_names() -> list[str]:
+    root = examples_dir()
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".json"))
+
+
+def load_example(name: str) -> dict:
+    names = example_names()
+    if name not in names:
+        raise InputError("--example", "one of " + ", ".join(names), repr(name))
+    text = (examples_dir() / f"{name}.json").read_text(encoding="utf-8")
+    return json.loads(text)

@@ -1,0 +1,88 @@
+"""Everything attncalc says to a person, in every language: one module per language, the same keys.
+
+`t("ui.step", k=1, n=30)` gives the sentence in the current language (set once by the command
+line with `use(lang)`, default from `LANG`). A key missing from a language is a `KeyError`, never
+an empty string; `tests/test_texts.py` checks that every language has every key and the same
+format fields. Tensor names, formulas and tokens are not translated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+LANGS = ("en", "zh")
+LANG_NAMES = {"en": "English", "zh": "中文"}
+_current = None
+
+
+def default_lang() -> str:
+    """zh when LANG starts with zh, else en."""
+    return "zh" if os.environ.get("LANG", "").lower().startswith("zh") else "en"
+
+
+def use(lang: str | None) -> str:
+    """Make `lang` (or the default) the language of everything said from now on; returns it."""
+    global _current
+    _current = lang or default_lang()
+    return _current
+
+
+def current() -> str:
+    return _current or default_lang()
+
+
+def table(lang: str) -> dict:
+    """The key → text table of `lang` (imported on first use: a command pays only for its language)."""
+    import importlib
+
+    return importlib.import_module(f"attncalc.texts.{lang}").TEXTS
+
+
+def t(key: str, lang: str | None = None, **values) -> str:
+    """The text of `key` in `lang` (default: the current language), with `values` filled in."""
+    text = table(lang or current())[key]
+    return text.format(**values) if values else text
+
+
+def has(key: str) -> bool:
+    return key in table("en")
+
+
+def why(key: str, lang: str | None = None) -> str:
+    """The why-text of a step (a node's `about`), or "" for a step that has none."""
+    return t("why." + key, lang) if has("why." + key) else ""
+
+
+def title(key: str, lang: str | None = None, **kw) -> str:
+    return t("title." + key, lang, **kw) if has("title." + key) else key
+
+
+def ui(key: str, lang: str | None = None, **kw) -> str:
+    return t("ui." + key, lang, **kw)
+
+
+def context(key: str, lang: str | None = None, **kw) -> str:
+    return t("context." + key, lang, **kw)
+
+
+CLOSING = set("，。、；：！？）」』”’,.;:!?)")
+_CJK = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef“”‘’"
+_TOKEN = re.compile(f"[{_CJK}]|\\s+|[^\\s{_CJK}]+")
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """Lines of at most `width` cells, breaking between words and between Chinese characters (a closing
+    mark stays on its line), which Rich's word wrap does not do for Chinese."""
+    from rich.cells import cell_len
+
+    lines, cur = [], ""
+    for tok in _TOKEN.findall(text):
+        if tok.isspace():
+            cur += " " if cur else ""
+        elif cur and cell_len(cur + tok) > width and not (tok in CLOSING and cell_len(cur + tok) <= width + 2):
+            lines.append(cur.rstrip())
+            cur = tok
+        else:
+            cur += tok
+    return lines + [cur.rstrip()] if cur.strip() else lines
