@@ -108,7 +108,7 @@ def test_invalid_arguments():
         (lambda: rope_rotate(np.zeros((2, 3)), np.zeros((2, 1))), "head_dim"),
         (lambda: rope_rotate(np.zeros((2, 4)), np.zeros((2, 2)), "sideways"), "layout"),
         (lambda: rope_pair(0, 4, "sideways"), "layout"),
-        (lambda: rope_inv_freq(8, scaling={"type": "ntk"}), "position.scaling.type"),
+        (lambda: rope_inv_freq(8, scaling={"type": "ntk-by-parts"}), "position.scaling.type"),
         (lambda: rope_inv_freq(8, scaling={"rope_type": "linear"}), "position.scaling.factor"),
         (lambda: rope_inv_freq(8, scaling={"type": "linear", "factor": 0.5}), "position.scaling.factor"),
         (lambda: rope_inv_freq(8, scaling={"type": "dynamic"}), "position.scaling.factor"),
@@ -337,3 +337,33 @@ def test_alibi_decode_step_matches_bloom(n_heads):
     np.testing.assert_allclose(
         _softmax(scores + alibi_bias(n_heads, 1, n_k)), _softmax(scores + bloom), rtol=0, atol=1e-9
     )
+
+
+def test_static_ntk_angles_by_hand():
+    # head_dim 4, θ = 10000, α = 2: θ' = 10000 × 2^(4/(4−2)) = 10000 × 4 = 40,000;
+    # inv_freq = [1/40000^(0/4), 1/40000^(2/4)] = [1, 1/200] = [1, 0.005]
+    inv, attention_factor = rope_inv_freq(4, 10000.0, {"type": "ntk", "factor": 2})
+    np.testing.assert_allclose(inv, [1.0, 0.005], rtol=1e-15)
+    assert attention_factor == 1.0
+    # angles at positions 0..3: pos × [1, 0.005]; position 3 → [3, 0.015]
+    np.testing.assert_allclose(rope_angles(np.arange(4), inv)[3], [3.0, 0.015], rtol=1e-15)
+    # head_dim 8, θ = 10000, α = 4: θ' = 10000 × 4^(8/6); 4^(4/3) = 2^(8/3) = 6.3496; θ' = 63,496.04
+    # the lowest inv_freq = θ'^(−6/8) = (10000^(6/8) × 4)^(−1) = 1/(1000 × 4) = 0.00025: exactly α times slower
+    inv8, _ = rope_inv_freq(8, 10000.0, {"rope_type": "ntk", "factor": 4})
+    assert inv8[0] == 1.0 and inv8[3] == pytest.approx(0.00025, rel=1e-12)
+    assert inv8[1] == pytest.approx(63496.04 ** (-0.25), rel=1e-6)  # 1/15.874 = 0.062996
+    # α = 1 changes nothing; dynamic NTK at 2× its max length equals static NTK with α = 2·2 − 1 = 3
+    np.testing.assert_allclose(rope_inv_freq(8, 10000.0, {"type": "ntk", "factor": 1})[0], rope_inv_freq(8)[0])
+    dynamic = {"type": "dynamic", "factor": 2, "max_position_embeddings": 16}
+    static3 = rope_inv_freq(8, 10000.0, {"type": "ntk", "factor": 3})[0]
+    np.testing.assert_allclose(rope_inv_freq(8, 10000.0, dynamic, seq_len=32)[0], static3, rtol=1e-12)
+    for bad, where in (
+        ({"type": "ntk"}, "position.scaling.factor"),
+        ({"type": "ntk", "factor": 0.5}, "position.scaling.factor"),
+    ):
+        with pytest.raises(InputError) as info:
+            rope_inv_freq(8, scaling=bad)
+        assert info.value.where == where
+    with pytest.raises(InputError) as info:
+        rope_inv_freq(2, scaling={"type": "ntk", "factor": 2})
+    assert info.value.where == "head_dim"

@@ -88,9 +88,9 @@ def test_bad_set_paths_exit_2(cli, assignment, expected):
         ("woaini", ["attention.heads=4", "attention.kv_heads=3"], "attention.kv_heads", "a divisor of heads = 4"),
         (
             "woaini",
-            ["position.type=rope", 'position.scaling={"type": "ntk", "factor": 2}'],
+            ["position.type=rope", 'position.scaling={"type": "ntk-by-parts", "factor": 2}'],
             "position.scaling.type",
-            "one of default, linear, dynamic, yarn, llama3",
+            "one of default, linear, ntk, dynamic, yarn, llama3",
         ),
         ("wochiyu", ["position.type=rope", "position.layout=diagonal"], "position.layout", "one of half, interleaved"),
         (
@@ -357,3 +357,13 @@ def test_compare_markdown_and_gqa_shapes(cli):
 def test_compare_errors_exit_2(cli, args, message):
     out = cli("compare", "--example", "woaini", *args)
     assert out.exit_code == 2 and message in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_static_ntk_scaling_through_the_fixture(cli):
+    # woaini with RoPE: one head, d_k = 4. NTK α = 2: θ' = 10000 × 2^(4/2) = 40,000, inv_freq = [1, 1/200];
+    # the angle of 爱 (position 1) on pair 1 is 1 × 0.005 = 0.005 (0.010 without scaling)
+    ntk = 'position.scaling={"type": "ntk", "factor": 2}'
+    d = json.loads(cli("qkv", "--example", "woaini", *ROPE, "--set", ntk, "-f", "json", "--only", "angles").stdout)
+    angles = d["tensors"]["angles"]
+    assert angles[1] == pytest.approx([1.0, 0.005], rel=1e-12)
+    assert angles[2] == pytest.approx([2.0, 0.010], rel=1e-12)

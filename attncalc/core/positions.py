@@ -6,6 +6,8 @@ References:
 - Hugging Face transformers, `modeling_rope_utils.py` (v5): the scaled variants `linear`
   (kaiokendev), `dynamic` (NTK-aware, bloc97/emozilla), `yarn` (Peng et al., "YaRN", 2023) and
   `llama3` (Meta, Llama 3.1), and `modeling_llama.rotate_half` for the "half" layout.
+- bloc97, "NTK-Aware Scaled RoPE" (r/LocalLLaMA, 2023), and YaRN sec. 3.1: static NTK-aware scaling,
+  base × α^(d/(d−2)) with a fixed α (`ntk`; `dynamic` is the same formula with α growing with the length).
 - Press et al., "Train Short, Test Long: Attention with Linear Biases" (ALiBi, 2022), and BLOOM's
   `build_alibi_tensor` in transformers.
 """
@@ -16,7 +18,7 @@ import numpy as np
 
 from attncalc.errors import InputError, describe
 
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
+ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3")
 LAYOUTS = ("half", "interleaved")
 
 
@@ -124,6 +126,7 @@ def rope_inv_freq(
 
     `scaling` keys (type key "rope_type" wins over "type"; missing type means "default"):
       linear:  factor (>= 1, required).
+      ntk:     factor α (>= 1, required): static NTK-aware, base θ' = θ · α^(d/(d−2)) at every length.
       dynamic: factor (>= 1, required), max_position_embeddings (required when seq_len is given);
                base grows only when seq_len > max_position_embeddings; seq_len None means no growth.
       yarn:    factor (>= 1; if missing, max_position_embeddings / original_max_position_embeddings),
@@ -141,6 +144,11 @@ def rope_inv_freq(
         raise InputError("position.scaling.type", "one of " + ", ".join(ROPE_TYPES), describe(kind))
     theta = float(theta)
     dim = int(head_dim)
+    if kind == "ntk":
+        if dim < 4:
+            raise InputError("head_dim", "an even number >= 4 for NTK scaling", describe(head_dim))
+        # the highest frequency stays 1 while the lowest is divided by α: θ'^((d−2)/d) = θ^((d−2)/d) · α
+        theta = theta * _factor(scaling) ** (dim / (dim - 2))
     if kind == "dynamic":
         factor = _factor(scaling)
         if seq_len is not None:
