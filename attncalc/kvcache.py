@@ -7,31 +7,32 @@ kv_heads = `num_key_value_heads`, else num_attention_heads (Falcon `num_kv_heads
 A sliding-window layer keeps at most `sliding_window` tokens, so its tokens term is min(tokens, window)
 (Mistral: every layer; Qwen2: only if `use_sliding_window`, layers i >= `max_window_layers`;
 Gemma-2/3: `layer_types`, else layer i slides when (i + 1) % `sliding_window_pattern` != 0).
-Pure: no printing, no I/O except `read_config`.
+Past the window one more token costs nothing on a sliding layer (the oldest K and V are dropped).
+An encoder-only model (BERT and kin) reads its input in one pass and keeps no cache: 0 bytes.
+The context a config reaches follows `rope_scaling` as transformers' `modeling_rope_utils` reads it.
+Pure: no printing, no I/O (the files are read by `attncalc.inputs.model_config`); notes are sentences of `attncalc.texts` (keys `kvcache.`).
 """
 
-import json
-
+from attncalc import texts
 from attncalc.errors import InputError, describe
+from attncalc.inputs.model_config import read_config  # noqa: F401 (re-exported: kvcache reads a config.json)
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 _TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 _DEFAULT_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6}  # HF defaults when the file omits it
 _KINDS = ("full_attention", "sliding_attention")
-
-
-def read_config(path: str) -> dict:
-    """Load a config.json; unreadable files, invalid JSON and non-objects raise InputError(path, ...)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise InputError(path, "a readable config.json file", e.strerror or type(e).__name__) from None
-    except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError
-        raise InputError(path, "valid UTF-8 JSON", str(e)) from None
-    if not isinstance(data, dict):
-        raise InputError(path, "a JSON object", type(data).__name__)
-    return data
+ENCODER_ONLY_TYPES = (
+    "bert",
+    "roberta",
+    "xlm-roberta",
+    "distilbert",
+    "albert",
+    "electra",
+    "deberta",
+    "deberta-v2",
+    "mpnet",
+)
+ENCODER_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering")
 
 
 def human(n: int) -> str:
@@ -73,8 +74,11 @@ def _layer_split(cfg: dict, layers: int, at: str, notes: list):
     use = cfg.get("use_sliding_window", not model_type.startswith("qwen"))  # Qwen* default False in HF
     if cfg.get("sliding_window") is None or use is False:
         if cfg.get("sliding_window") is not None:
-            why = "is false" if "use_sliding_window" in cfg else f"is absent (false by default for {model_type})"
-            notes.append(f"sliding_window {describe(cfg['sliding_window'])} ignored: use_sliding_window {why}")
+            window = describe(cfg["sliding_window"])
+            if "use_sliding_window" in cfg:
+                notes.append(texts.t("kvcache.window_off", window=window))
+            else:
+                notes.append(texts.t("kvcache.window_off_default", window=window, model_type=model_type))
         return layers, 0, None
     _, window = _get_int(cfg, ("sliding_window",), at)
     kinds = cfg.get("layer_types")
@@ -85,43 +89,96 @@ def _layer_split(cfg: dict, layers: int, at: str, notes: list):
             if kind not in _KINDS:
                 raise InputError(f"{at}layer_types[{i}]", "'full_attention' or 'sliding_attention'", describe(kind))
         sliding = kinds.count("sliding_attention")
-        notes.append(f"layer_types: {sliding} sliding_attention, {layers - sliding} full_attention layers")
+        notes.append(texts.t("kvcache.layer_types", sliding=sliding, full=layers - sliding))
     elif cfg.get("max_window_layers") is not None:
         _, first = _get_int(cfg, ("max_window_layers",), at, minimum=0)
         sliding = max(0, layers - first)
-        notes.append(
-            f"Qwen2 semantics: layers with index >= max_window_layers ({first}) slide: "
-            f"{sliding} sliding, {layers - sliding} full"
-        )
+        notes.append(texts.t("kvcache.qwen_layers", first=first, sliding=sliding, full=layers - sliding))
     elif cfg.get("sliding_window_pattern") is not None or model_type in _DEFAULT_PATTERN:
         key, pattern = _get_int(cfg, ("sliding_window_pattern",), at, required=False)
         pattern = pattern or _DEFAULT_PATTERN[model_type]
         sliding = sum(1 for i in range(layers) if (i + 1) % pattern)
-        source = key if cfg.get(key) is not None else f"{model_type} default"
-        notes.append(f"{source} {pattern}: layer i is full when (i + 1) % {pattern} == 0; {sliding} of {layers} slide")
+        which = "kvcache.pattern" if cfg.get(key) is not None else "kvcache.pattern_default"
+        notes.append(texts.t(which, model_type=model_type, pattern=pattern, sliding=sliding, layers=layers))
     else:
         sliding = layers
-        notes.append(f"sliding_window {window} applies to every layer (Mistral semantics)")
+        notes.append(texts.t("kvcache.every_layer_slides", window=window))
     return layers - sliding, sliding, window if sliding else None
 
 
-def _pick_dtype(dtype, cfg: dict, top: dict, notes: list) -> str:
+def pick_dtype(dtype, cfg: dict, top: dict, notes: list, option: str = "--dtype", known=DTYPE_BYTES) -> str:
+    """`dtype` (an option's value) checked against `known`, else the config's torch_dtype, else fp16; says which."""
     if dtype is not None:
         name = _TORCH_DTYPES.get(dtype.lower(), dtype.lower()) if isinstance(dtype, str) else None
-        if name not in DTYPE_BYTES:
-            raise InputError("--dtype", "one of " + ", ".join(DTYPE_BYTES), describe(dtype))
-        notes.append(f"dtype {name} from --dtype")
+        if name not in known:
+            raise InputError(option, "one of " + ", ".join(known), describe(dtype))
+        notes.append(texts.t("kvcache.dtype_option", name=name, option=option))
         return name
     for src in (cfg, top):
         for key in ("torch_dtype", "dtype"):
             if src.get(key) is not None:
                 if isinstance(src[key], str) and src[key] in _TORCH_DTYPES:
-                    notes.append(f"dtype {_TORCH_DTYPES[src[key]]} from config {key} {src[key]}")
+                    notes.append(
+                        texts.t("kvcache.dtype_config", name=_TORCH_DTYPES[src[key]], field=key, value=src[key])
+                    )
                     return _TORCH_DTYPES[src[key]]
-                notes.append(f"config {key} {describe(src[key])} not understood: assuming fp16")
+                notes.append(texts.t("kvcache.dtype_unknown", field=key, value=describe(src[key])))
                 return "fp16"
-    notes.append("no torch_dtype in config: assuming fp16")
+    notes.append(texts.t("kvcache.dtype_default"))
     return "fp16"
+
+
+def is_encoder_only(cfg: dict) -> bool:
+    """BERT and kin: an encoder-only model_type, or a masked-LM / classifier head, unless the config says is_decoder."""
+    if cfg.get("is_decoder") is True:
+        return False
+    heads = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
+    return cfg.get("model_type") in ENCODER_ONLY_TYPES or any(a.endswith(ENCODER_HEADS) for a in heads)
+
+
+def _rope_scaling(cfg: dict, at: str):
+    """(key, the scaling object) from rope_scaling or transformers v5's rope_parameters; (key, None) if none."""
+    for key in ("rope_scaling", "rope_parameters"):
+        scaling = cfg.get(key)
+        if scaling is None:
+            continue
+        if not isinstance(scaling, dict):
+            raise InputError(at + key, 'an object such as {"rope_type": "yarn", "factor": 4}', describe(scaling))
+        if isinstance(scaling.get("full_attention"), dict):  # v5: one entry per layer type; full layers set the reach
+            scaling = scaling["full_attention"]
+        return key, scaling
+    return "rope_scaling", None
+
+
+def reach(cfg: dict, at: str, notes: list):
+    """The context the config reaches: max_position_embeddings, extended by rope_scaling where HF extends it."""
+    pos_key, max_pos = _get_int(cfg, ("max_position_embeddings", "n_positions"), at, required=False)
+    key, scaling = _rope_scaling(cfg, at)
+    kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
+    if kind == "default" or max_pos is None:
+        return max_pos, pos_key
+    factor = scaling.get("factor")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 1:
+        if kind in ("yarn", "longrope") and factor is None:  # HF: factor = max_position_embeddings / original
+            notes.append(texts.t("kvcache.context_as_is", kind=kind, context=max_pos))
+            return max_pos, pos_key
+        raise InputError(f"{at}{key}.factor", "a number >= 1", describe(factor))
+    if kind in ("yarn", "longrope"):
+        original = scaling.get("original_max_position_embeddings", cfg.get("original_max_position_embeddings"))
+        if original is None:
+            original = max_pos  # HF's standardize_rope_params default
+        elif isinstance(original, bool) or not isinstance(original, int) or original < 1:
+            raise InputError(f"{at}{key}.original_max_position_embeddings", "an integer >= 1", describe(original))
+        context = max(max_pos, int(original * factor))
+        notes.append(texts.t("kvcache.context_scaled", kind=kind, context=context, original=original, factor=factor))
+        return context, f"{key} {kind}"
+    if kind == "dynamic":
+        context = int(max_pos * factor)
+        notes.append(texts.t("kvcache.context_dynamic", context=context, max_pos=max_pos, factor=factor))
+        return context, f"{key} {kind}"
+    # llama3 and linear configs already give the extended length as max_position_embeddings
+    notes.append(texts.t("kvcache.context_as_is", kind=kind, context=max_pos))
+    return max_pos, pos_key
 
 
 def kv_cache(
@@ -137,7 +194,7 @@ def kv_cache(
         if not isinstance(config["text_config"], dict):
             raise InputError(at + "text_config", "a JSON object", describe(config["text_config"]))
         at, cfg = at + "text_config.", config["text_config"]
-        notes.append("using the nested text_config")
+        notes.append(texts.t("kvcache.nested"))
     _, layers = _get_int(cfg, ("num_hidden_layers", "n_layer"), at)
     hkey, heads = _get_int(cfg, ("num_attention_heads", "n_head"), at)
     dkey, d_model = _get_int(cfg, ("hidden_size", "n_embd"), at)
@@ -154,29 +211,41 @@ def kv_cache(
         raise InputError(at + kvkey, f"a divisor of {hkey} ({heads})", str(kv))
     group = heads // kv
     kind = "MHA" if kv == heads else "MQA" if kv == 1 else "GQA"
-    notes.append(f"{kind}: {heads} query heads, {kv} KV heads ({kvkey}), {group} query heads per KV head")
+    notes.append(texts.t("kvcache.heads", kind=kind, heads=heads, kv=kv, field=kvkey, group=group))
     _, head_dim = _get_int(cfg, ("head_dim",), at, required=False)
     if head_dim is None:
         if d_model % heads:
             raise InputError(at + dkey, f"a multiple of {hkey} ({heads}) when head_dim is absent", str(d_model))
         head_dim = d_model // heads
-        notes.append(f"head_dim = {dkey} / {hkey} = {d_model} / {heads} = {head_dim}")
+        notes.append(texts.t("kvcache.head_dim", dkey=dkey, hkey=hkey, d_model=d_model, heads=heads, head_dim=head_dim))
     elif head_dim * heads != d_model:
-        notes.append(f"head_dim {head_dim} from config, not {dkey} / {hkey} = {d_model / heads:g}")
-    name = _pick_dtype(dtype, cfg, config, notes)
+        notes.append(texts.t("kvcache.head_dim_given", head_dim=head_dim, dkey=dkey, hkey=hkey, ratio=d_model / heads))
+    name = pick_dtype(dtype, cfg, config, notes)
     nbytes = DTYPE_BYTES[name]
-    full, sliding, window = _layer_split(cfg, layers, at, notes)
+    encoder_only = is_encoder_only(cfg)
+    if encoder_only:
+        full, sliding, window = 0, 0, None
+        notes.append(texts.t("kvcache.encoder_only", model_type=cfg.get("model_type") or "?"))
+    else:
+        full, sliding, window = _layer_split(cfg, layers, at, notes)
     cached_full = tokens if full else 0
     cached_sliding = min(tokens, window) if sliding else 0
-    if sliding and tokens > window:
-        notes.append(f"sliding layers cache only the last {window} of {tokens} tokens")
-    _, max_pos = _get_int(cfg, ("max_position_embeddings", "n_positions"), at, required=False)
-    if max_pos is not None and tokens > max_pos:
-        notes.append(f"{tokens} tokens exceed the model's {max_pos} positions")
-    total = 2 * kv * head_dim * batch * nbytes * (full * cached_full + sliding * cached_sliding)
+    if sliding and tokens >= window:
+        notes.append(texts.t("kvcache.window_full", window=window, tokens=tokens, sliding=sliding))
+    context, context_from = reach(cfg, at, notes)
+    if context is not None and tokens > context:
+        notes.append(texts.t("kvcache.beyond_context", tokens=tokens, context=context, source=context_from))
+    per_value = 2 * kv * head_dim * nbytes  # one token's K and V on one layer
+    total = per_value * batch * (full * cached_full + sliding * cached_sliding)
+    per_token = per_value * (full + sliding)
+    next_token = per_value * (full + (sliding if tokens < (window or 0) else 0))
+    if not encoder_only:
+        notes.append(texts.t("kvcache.per_sequence", per_token=per_token, next_token=next_token, batch=batch))
     n, t = (full, cached_full) if full else (sliding, cached_sliding)
     formula = f"2 × {n} × {kv} × {head_dim} × {t} × {batch} × {nbytes} = {total:,}"
-    if full and sliding:  # the layers × tokens product becomes a sum over the two layer kinds
+    if encoder_only:
+        formula = texts.t("kvcache.no_cache_formula")
+    elif full and sliding:  # the layers × tokens product becomes a sum over the two layer kinds
         formula = (
             f"2 × ({full} × {t} + {sliding} × {cached_sliding}) × {kv} × {head_dim} × {batch} × {nbytes} = {total:,}"
         )
@@ -198,7 +267,10 @@ def kv_cache(
     return {
         "bytes": total,
         "human": human(total),
-        "per_token_bytes": 2 * layers * kv * head_dim * batch * nbytes,
+        "per_token_bytes": per_token,
+        "next_token_bytes": next_token,
+        "context": context,
+        "encoder_only": encoder_only,
         "terms": {
             "layers": layers,
             "kv_heads": kv,

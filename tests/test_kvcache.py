@@ -59,8 +59,9 @@ def test_llama3_8b_batch_and_dtype_override():
     r = kv_cache(load("llama-3-8b.json"), tokens=8192, batch=4, dtype="fp8")
     assert r["bytes"] == 2_147_483_648
     assert r["human"] == "2.00 GiB"
-    # per token: 2 × 32 × 8 × 128 × 4 × 1 = 262,144
-    assert r["per_token_bytes"] == 262_144
+    # per token is per sequence (issue 15): 2 × 32 × 8 × 128 × 1 (fp8) = 65,536; the batch of 4 adds 4 × that
+    assert r["per_token_bytes"] == 65_536
+    assert any("per sequence" in n and "× batch 4" in n for n in r["notes"])
     # fp32, one token: 2 × 32 × 8 × 128 × 1 × 1 × 4 = 262,144
     assert kv_cache(load("llama-3-8b.json"), tokens=1, dtype="fp32")["bytes"] == 262_144
     # int8 and bf16 byte widths
@@ -357,3 +358,87 @@ def test_inputs_are_not_mutated():
     before = copy.deepcopy(cfg)
     kv_cache(cfg, tokens=9000, batch=2, dtype="fp8")
     assert cfg == before
+
+
+# ---------------------------------------------------------------- rope_scaling, encoder-only, windows (issue 15)
+
+
+def qwen25_yarn():
+    """Qwen2.5-7B-Instruct's config with the YaRN block its model card tells long-context users to add."""
+    cfg = load("qwen2-7b.json")
+    cfg["max_position_embeddings"] = 32_768
+    cfg["rope_scaling"] = {"factor": 4.0, "original_max_position_embeddings": 32_768, "type": "yarn"}
+    return cfg
+
+
+def test_yarn_context_is_original_times_factor():
+    # 32,768 × 4 = 131,072: no warning at 131,072 tokens, a warning at 131,073
+    r = kv_cache(qwen25_yarn(), tokens=131_072)
+    assert r["context"] == 131_072
+    assert not any("exceed" in n for n in r["notes"])
+    assert any("131,072 = original_max_position_embeddings 32,768 × factor 4" in n for n in r["notes"])
+    over = kv_cache(qwen25_yarn(), tokens=131_073)
+    assert any("131073 tokens exceed the model's 131072 positions (rope_scaling yarn)" in n for n in over["notes"])
+    # without rope_scaling the same file warns past 32,768
+    plain = qwen25_yarn()
+    del plain["rope_scaling"]
+    assert any("exceed the model's 32768 positions" in n for n in kv_cache(plain, tokens=32_769)["notes"])
+    # transformers v5 spells it rope_parameters with rope_type
+    v5 = qwen25_yarn()
+    v5["rope_parameters"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32_768}
+    del v5["rope_scaling"]
+    assert kv_cache(v5, tokens=10)["context"] == 131_072
+
+
+def test_llama3_and_dynamic_contexts():
+    # Llama 3.1: max_position_embeddings 131,072 is already extended (original 8,192 × 8 = 65,536 is not the reach)
+    cfg = load("llama-3-8b.json")
+    cfg["max_position_embeddings"] = 131_072
+    cfg["rope_scaling"] = {
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    }
+    assert kv_cache(cfg, tokens=10)["context"] == 131_072
+    assert not any("exceed" in n for n in kv_cache(cfg, tokens=131_072)["notes"])
+    # dynamic NTK with factor 2 on 8,192 positions: meant for 16,384
+    cfg["max_position_embeddings"] = 8192
+    cfg["rope_scaling"] = {"type": "dynamic", "factor": 2.0}
+    assert kv_cache(cfg, tokens=10)["context"] == 16_384
+    cfg["rope_scaling"] = {"type": "yarn", "factor": 0.5}
+    raises("config.json: rope_scaling.factor", kv_cache, cfg, 10)
+
+
+def test_encoder_only_keeps_no_cache():
+    bert = {
+        "architectures": ["BertForMaskedLM"],
+        "model_type": "bert",
+        "hidden_size": 384,
+        "num_attention_heads": 12,
+        "num_hidden_layers": 6,
+        "max_position_embeddings": 512,
+    }
+    r = kv_cache(bert, tokens=128, batch=8)
+    assert r["bytes"] == 0 and r["per_token_bytes"] == 0 and r["next_token_bytes"] == 0
+    assert r["encoder_only"] is True
+    assert any("encoder-only" in n and "no KV cache" in n for n in r["notes"])
+    # a decoder BERT (is_decoder) does cache, fp16 by default: 2 × 6 × 12 × 32 × 128 × 8 × 2:
+    # 12; 144; 4,608; 589,824; 4,718,592; 9,437,184
+    decoder = {**bert, "is_decoder": True, "architectures": ["BertLMHeadModel"]}
+    assert kv_cache(decoder, 128, 8)["bytes"] == 9_437_184
+
+
+def test_past_the_window_one_more_token_costs_nothing():
+    cfg = load("mistral-7b-v0.1.json")
+    below = kv_cache(cfg, tokens=4095)
+    # under the window: one more token adds 2 × 32 × 8 × 128 × 2 = 131,072 bytes
+    assert below["next_token_bytes"] == 131_072
+    at = kv_cache(cfg, tokens=4096)
+    assert at["next_token_bytes"] == 0 and at["bytes"] == kv_cache(cfg, tokens=4097)["bytes"]
+    assert any("one more token costs 0 bytes on the 32 sliding layers" in n for n in at["notes"])
+    # Gemma-2 style half sliding: past the window only the 2 full layers grow: 2 × 4 × 256 × 2 × 2 = 8,192
+    kinds = ["sliding_attention", "full_attention"] * 2
+    r = kv_cache(small(sliding_window=4096, layer_types=kinds), tokens=8192)
+    assert r["next_token_bytes"] == 8192 and r["per_token_bytes"] == 16_384

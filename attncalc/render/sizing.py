@@ -1,0 +1,79 @@
+"""Sizing reports (`kvcache`, `cost`): a title, formulas written out, tables of (term, value, from) rows, notes.
+
+One layout for every format: Rich tables on a terminal, Markdown, LaTeX. The rows come from
+`render/kvcache_view.py` and `render/cost_view.py`; every word is already in the current language.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Report:
+    title: str
+    formulas: list[str]  # the symbolic formula, then each line with its numbers
+    tables: list[tuple[tuple[str, str, str], list[tuple[str, str, str]]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def print_table(report: Report) -> None:
+    from rich.table import Table
+
+    from attncalc import texts
+    from attncalc.render.table import console
+
+    con = console()
+    con.print(report.title, style="bold", markup=False)
+    for line in report.formulas:
+        con.print(line, markup=False)
+    con.print()
+    for head, rows in report.tables:
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 1))
+        table.add_column(head[0], no_wrap=True)
+        table.add_column(head[1], justify="right", no_wrap=True)
+        table.add_column(head[2])
+        for row in rows:
+            table.add_row(*row)
+        con.print(table)
+        con.print()
+    for note in report.notes:
+        con.print(texts.t("kvcache.note", note=note), markup=False)
+
+
+def markdown(report: Report) -> str:
+    parts = [f"**{report.title}**", ""]
+    for line in report.formulas:
+        parts += [f"`{line.strip()}`", ""]
+    for head, rows in report.tables:
+        parts += ["| " + " | ".join(head) + " |", "|---|---:|---|"]
+        parts += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows] + [""]
+    return "\n".join(parts + [f"- {n}" for n in report.notes]) + "\n"
+
+
+def _latex_cell(text: str) -> str:
+    return text.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("%", r"\%").replace("×", r"$\times$")
+
+
+def latex(report: Report) -> str:
+    lines = [f"% {report.title}"]
+    for line in report.formulas:
+        lines += [r"\[", r"\text{" + _latex_cell(line.strip()) + "}", r"\]"]
+    for _, rows in report.tables:
+        lines.append(r"\begin{tabular}{lrl}")
+        lines += [" & ".join(_latex_cell(c) for c in row) + r" \\" for row in rows]
+        lines.append(r"\end{tabular}")
+    return "\n".join(lines + [f"% {n}" for n in report.notes]) + "\n"
+
+
+def emit(report: Report, document: dict, form: str) -> None:
+    """Write `document` as JSON, or `report` as a table, Markdown or LaTeX (`form` already resolved)."""
+    import json
+    import sys
+
+    if form == "json":
+        sys.stdout.write(json.dumps(document, ensure_ascii=False, allow_nan=False) + "\n")
+    elif form == "table":
+        print_table(report)
+    else:
+        sys.stdout.write(markdown(report) if form == "markdown" else latex(report))
