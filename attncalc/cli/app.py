@@ -176,7 +176,7 @@ def examples(fmt: o.Format = "auto"):
     o.guarded(run, False)
 
 
-from attncalc.cli import check_cmd, compare_cmd, generate_cmd, kvcache_cmd, walk_cmd  # noqa: E402 (they need `app`)
+from attncalc.cli import check_cmd, compare_cmd, cost_cmd, generate_cmd, kvcache_cmd, walk_cmd  # noqa: E402 (need `app`)
 
-for _module in (generate_cmd, walk_cmd, check_cmd, kvcache_cmd, compare_cmd):
+for _module in (generate_cmd, walk_cmd, check_cmd, kvcache_cmd, cost_cmd, compare_cmd):
     _module.register(app)
