@@ -16,7 +16,9 @@ print("NUMPY" if "numpy" in sys.modules else "CLEAN")
 """
 
 
-@pytest.mark.parametrize("args", ["", "'--help'", "'softmax', '--help'", "'qkv', '--help'", "'--version'"])
+@pytest.mark.parametrize(
+    "args", ["", "'--help'", "'softmax', '--help'", "'qkv', '--help'", "'cost', '--help'", "'--version'"]
+)
 def test_help_does_not_import_numpy(args):
     run = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True)
     assert run.stdout.strip().splitlines()[-1] == "CLEAN", run.stdout + run.stderr
@@ -48,6 +50,7 @@ def test_every_command_is_documented(cli):
         "walk",
         "check",
         "kvcache",
+        "cost",
         "examples",
     ):
         assert f" {command} " in out, command
