@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attncalc import texts
-from attncalc.render.sizing import Report
+from attncalc.render.sizing import Report, model_label
 
 
 def per_second(value: float) -> str:
@@ -91,12 +91,11 @@ def parameter_rows(r: dict) -> list[tuple[str, str, str]]:
 
 
 def report(r: dict, config: dict, source: str) -> Report:
-    name = (config.get("architectures") or [config.get("model_type") or ""])[0]
     t = r["terms"]
     title = texts.t(
         "cost.title",
         source=source,
-        name=f" ({name})" if name else "",
+        name=model_label(config),
         prompt=t["prompt"],
         generate=t["generate"],
         batch=t["batch"],

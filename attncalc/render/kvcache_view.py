@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attncalc import texts
-from attncalc.render.sizing import Report
+from attncalc.render.sizing import Report, model_label
 
 SYMBOLIC = "bytes = 2 × layers × kv_heads × head_dim × tokens × batch × bytes_per_value"
 WEIGHT_SHAPES = {  # formulas, the same in every language
@@ -92,12 +92,11 @@ def shape_rows(r: dict) -> list[tuple[str, str, str]]:
 
 
 def report(r: dict, config: dict, source: str) -> Report:
-    name = (config.get("architectures") or [config.get("model_type") or ""])[0]
     t = r["terms"]
     title = texts.t(
         "kvcache.title",
         source=source,
-        name=f" ({name})" if name else "",
+        name=model_label(config),
         tokens=t["tokens"],
         batch=t["batch"],
         dtype=t["dtype"],

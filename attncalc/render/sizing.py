@@ -17,6 +17,12 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
+def model_label(config: dict) -> str:
+    """' (LlamaForCausalLM)' from the config's architectures (else its model_type), or '' when it names none."""
+    name = (config.get("architectures") or [config.get("model_type") or ""])[0]
+    return f" ({name})" if name else ""
+
+
 def print_table(report: Report) -> None:
     from rich.table import Table
 
