@@ -56,3 +56,17 @@ def test_every_command_is_documented(cli):
         assert f" {command} " in out, command
         sub = cli(command, "--help")
         assert sub.exit_code == 0 and "Usage" in sub.stdout
+
+
+def test_the_sizing_commands_do_not_import_numpy():
+    # kvcache and cost are arithmetic on a config: Python's start-up only (issue 15)
+    import os
+
+    config = repr(os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "llama-3-8b.json"))
+    for args in (
+        f"'cost', {config}, '--prompt', '8', '--generate', '8', '--gpu', 'L4', '-f', 'json'",
+        f"'kvcache', {config}, '--tokens', '8', '-f', 'json'",
+    ):
+        run = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True)
+        assert run.stdout.strip().splitlines()[-1] == "CLEAN", run.stdout + run.stderr
+        assert '"kv_bytes"' in run.stdout or '"bytes"' in run.stdout

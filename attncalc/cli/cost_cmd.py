@@ -91,7 +91,7 @@ def register(app: typer.Typer) -> None:
             from attncalc.cost import serving_cost
             from attncalc.inputs.model_config import read_model_config
             from attncalc.render import cost_view, sizing
-            from attncalc.render.output import resolve_format
+            from attncalc.render.format_choice import resolve_format
 
             chosen = pick_hardware(gpu, bandwidth, flops, memory)
             cfg = read_model_config(config)

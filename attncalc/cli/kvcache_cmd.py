@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
             from attncalc.inputs.model_config import read_model_config
             from attncalc.kvcache import kv_cache
             from attncalc.render import kvcache_view, sizing
-            from attncalc.render.output import resolve_format
+            from attncalc.render.format_choice import resolve_format
 
             cfg = read_model_config(config)
             r = kv_cache(cfg, tokens, batch, dtype, source=config)
