@@ -58,10 +58,10 @@ PRESETS = {
 
 
 def preset(name: str) -> Hardware | None:
-    """The preset called `name` (case and -/_ insensitive: h100-sxm, H100_SXM), or None."""
+    """The preset called `name`, ignoring case, spaces, - and _ (h100-sxm, H100_SXM, rtx4090), or None."""
 
     def norm(text):
-        return text.lower().replace("_", "-").replace(" ", "-")
+        return "".join(c for c in text.lower() if c not in " -_")
 
     return next((hw for key, hw in PRESETS.items() if norm(key) == norm(name)), None)
 

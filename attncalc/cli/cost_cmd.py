@@ -61,7 +61,10 @@ def pick_hardware(gpu, bandwidth, flops, memory):
         return chosen
     if bandwidth is None or flops is None:
         missing = "--bandwidth" if bandwidth is None else "--flops"
-        raise InputError(missing, "--gpu NAME, or both --bandwidth and --flops", "neither" if not flops else missing)
+        given = "--flops" if flops is not None else "--bandwidth" if bandwidth is not None else None
+        raise InputError(
+            missing, "--gpu NAME, or both --bandwidth and --flops", f"only {given}" if given else "neither"
+        )
     return hardware.custom(
         hardware.quantity("--bandwidth", bandwidth), hardware.quantity("--flops", flops), size, DTYPE_BYTES
     )
