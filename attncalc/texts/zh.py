@@ -121,7 +121,7 @@ TEXTS = {
     "kvcache.window_full": "滑动窗口层只缓存 {tokens} 个词中的最后 {window} 个：超出窗口后，每多一个词，{sliding} 个滑动层上增加 0 字节（写入新词的 K、V 时丢掉最早那个词的）",
     "kvcache.encoder_only": "{model_type} 是只有编码器的模型：一次读完全部输入，不逐词生成，所以推理时不保存 KV 缓存（0 字节）",
     "kvcache.no_cache_formula": "0（只有编码器：没有 KV 缓存）",
-    "kvcache.per_sequence": "per_token_bytes（{per_token:,}）是每条序列、所有层、在任何滑动窗口填满之前的数；在当前长度下，每多一个词，每条序列增加 {next_token:,} 字节，再乘以批大小 {batch}",
+    "kvcache.per_sequence": "per_token_bytes（{per_token:,}）按每条序列、全部层计算，是任何滑动窗口填满之前的值；在当前长度下，每多一个词，每条序列增加 {next_token:,} 字节，整个批次再乘以 {batch}",
     "kvcache.context_scaled": "rope_scaling {kind}：上下文可达 {context:,} = original_max_position_embeddings {original:,} × factor {factor:g}",
     "kvcache.context_dynamic": "rope_scaling dynamic：超过 {max_pos:,} 个位置后基数随长度增大；factor {factor:g} 针对的长度是 {context:,} = {max_pos:,} × {factor:g}",
     "kvcache.context_as_is": "rope_scaling {kind}：max_position_embeddings（{context:,}）已经是扩展后的上下文长度",
