@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from attncalc.core.expansion import Call, Expansion, given, sum_of, sum_of_products
+from attncalc.core.expansion import Call, Expansion, Written, given, sum_of, sum_of_products
 from attncalc.errors import InputError
 
 
@@ -179,7 +179,7 @@ class Scale(Op):
     def explain(self, xs, idx, g):
         s = float(xs[0][idx])
         v = s * self.c
-        line = [given(s, g[0]), "×", self.text]
+        line = [given(s, g[0]), "×", Written(self.text, self.c)]
         if len(xs) > 1:
             b = float(xs[1][(0, *idx) if xs[1].ndim == 3 and len(idx) == 2 else idx])
             line += ["+", b]
