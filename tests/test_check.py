@@ -99,7 +99,7 @@ def test_a_slip_in_q_makes_s_carried_not_slipped(check, truth):
     assert ts["mistake"] is None and tq["mistake"] is None
     cell = tq["cells"][0]
     assert cell["label"] == "Q[爱, 0]" and cell["written"] == "0.926" and abs(cell["correct"] - 0.4257) < 1e-3
-    assert cell["work"][0].startswith("0.841×0.5 + 1.540×0")  # the arithmetic of the right value
+    assert cell["work"][0].startswith("0.8415×0.5 + 1.5403×0")  # the arithmetic of the right value
 
 
 def test_a_slip_after_a_carried_error_is_still_a_slip(check, truth):

@@ -21,11 +21,11 @@ from attncalc.core.expansion import Call, Given, Written
 
 FUNCTIONS = {
     "exp": lambda x: math.exp(x) if x < 709 else math.inf,
-    "sqrt": math.sqrt,
+    "sqrt": lambda x: math.sqrt(x) if x >= 0 else math.nan,
     "relu": lambda x: max(x, 0.0),
     "gelu": lambda x: 0.5 * x * math.erfc(-x / math.sqrt(2.0)),
     "silu": lambda x: x / (1.0 + math.exp(-x)) if x > -700 else 0.0,
-    "log": math.log,
+    "log": lambda x: math.log(x) if x > 0 else -math.inf if x == 0 else math.nan,
     "sin": math.sin,
     "cos": math.cos,
     "−sin": lambda x: -math.sin(x),
@@ -180,7 +180,10 @@ def evaluate(node, value_of=lambda n: n.value):
     if kind == "fn":
         return FUNCTIONS[node[1]](evaluate(node[2], value_of))
     if kind == "pow":
-        return evaluate(node[1], value_of) ** evaluate(node[2], value_of)
+        try:
+            return evaluate(node[1], value_of) ** evaluate(node[2], value_of)
+        except (OverflowError, ZeroDivisionError):
+            return math.inf
     if kind == "mat":
         return [[evaluate(c, value_of) for c in row] for row in node[1]]
     a, b = evaluate(node[2], value_of), evaluate(node[3], value_of)

@@ -99,10 +99,16 @@ def _recomputes(pairs, q: int, after: int) -> bool:
         want = results(result)
         if len(got) != len(want):
             return False
-        for g, w in zip(got, want):
-            if number_text(g, after) != _shown(w, after):
-                return False
+        if not all(matches(g, _shown(w, after), after) for g, w in zip(got, want)):
+            return False
     return True
+
+
+def matches(got: float, shown: str, decimals: int) -> bool:
+    """A calculator's `got` rounds to the number `shown` at `decimals` (a shown 0 takes any |got| < ½·10^−d)."""
+    if number_text(got, decimals) == shown:
+        return True
+    return math.isfinite(got) and _value(shown, 1.0) == 0 and abs(got) < 0.5 * 10.0**-decimals
 
 
 def decimals_of(e: Expansion, p: int) -> dict[tuple, int]:
@@ -142,8 +148,31 @@ def _with_text(t, path: tuple, dec: dict, p: int):
     return t
 
 
+def _numbers_in(tokens):
+    for t in tokens:
+        if isinstance(t, Call):
+            yield from _numbers_in(t.args)
+        elif isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t):
+            yield abs(float(t))
+
+
+def _denoised(e: Expansion) -> Expansion:
+    """Computed numbers below float resolution of the largest number shown (a mean of −2.2e−16) are 0."""
+    floor = 1e-12 * max((x for line in e.lines for x in _numbers_in(line)), default=0.0)
+
+    def clean(t):
+        if isinstance(t, Call):
+            return Call(t.fn, *map(clean, t.args))
+        if type(t) is float and abs(t) < floor:
+            return 0.0
+        return t
+
+    return Expansion([[clean(t) for t in line] for line in e.lines], e.result, e.note)
+
+
 def shown_lines(e: Expansion, p: int) -> list[list]:
     """The expansion's lines with every number replaced by its text at the decimals it needs."""
+    e = _denoised(e)
     dec = decimals_of(e, p)
     return [[_with_text(t, (i, k), dec, p) for k, t in enumerate(line)] for i, line in enumerate(e.lines)]
 
@@ -162,7 +191,7 @@ def _negative(t) -> bool:
 
 def _call(c: Call, latex: bool) -> str:
     inner = " ".join(_token(a, latex) for a in c.args)
-    compound = len(c.args) > 1 or _negative(c.args[0])
+    compound = len(c.args) > 1 or (isinstance(c.args[0], Shown) and c.args[0].text.startswith(MINUS))
     if c.fn == "exp":
         if latex:
             return f"e^{{{inner}}}"
@@ -194,11 +223,11 @@ def line_text(line: list, latex: bool = False) -> str:
     for k, t in enumerate(line):
         s = _token(t, latex)
         after = line[k + 1] if k + 1 < len(line) else None
-        if _negative(t) and prev == "+":
-            out = out[:-1] + ("-" if latex else MINUS)  # a + −b  →  a − b
+        if _negative(t) and (prev in PAREN_AFTER or after in PAREN_BEFORE):
+            s = f"({s})"  # an operand of ×, ², … is bracketed, even after +: a + (−0.2)×0.4
+        elif _negative(t) and prev == "+":
+            out = out[:-1] + ("-" if latex else MINUS)  # a plain addend: a + −b  →  a − b
             s = s[1:]
-        elif _negative(t) and (prev in PAREN_AFTER or after in PAREN_BEFORE):
-            s = f"({s})"
         if t in ("×", "²", ")²", ";", "]") or prev == "×" or prev in ("(", "[") or t == ")" or not out:
             out += (" " if latex and t == "×" else "") + s + (" " if latex and t == "×" else "")
         else:
