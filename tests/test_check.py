@@ -185,8 +185,8 @@ def test_a_plain_slip_names_no_mistake(check, truth):
         ("0.4", "correct"),  # 1 decimal: within 0.1
         ("0.6", "slip"),
         ("4.26e-1", "correct"),  # 3 decimals as written
-        ("1", "slip"),  # an integer: within 0.5
-        ("0", "correct"),
+        ("1", "slip"),
+        ("0", "slip"),  # a whole number among 2-decimal cells means 0.00, not 0 ± 0.5 (was "correct")
     ],
 )
 def test_tolerance_follows_the_decimals_written(check, written, verdict):
