@@ -154,7 +154,11 @@ def kv_cache(
         raise InputError(at + kvkey, f"a divisor of {hkey} ({heads})", str(kv))
     group = heads // kv
     kind = "MHA" if kv == heads else "MQA" if kv == 1 else "GQA"
-    notes.append(f"{kind}: {heads} query heads, {kv} KV heads ({kvkey}), {group} query heads per KV head")
+    plural = {1: ""}  # "1 KV head", "1 query head per KV head"
+    notes.append(
+        f"{kind}: {heads} query heads, {kv} KV head{plural.get(kv, 's')} ({kvkey}), "
+        f"{group} query head{plural.get(group, 's')} per KV head"
+    )
     _, head_dim = _get_int(cfg, ("head_dim",), at, required=False)
     if head_dim is None:
         if d_model % heads:

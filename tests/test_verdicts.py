@@ -116,3 +116,21 @@ def test_quiz_zero_is_not_right_for_0213(cli):
         "walk", "--example", "woaini", "--no-pause", "--quiz", "--from", "softmax", "--to", "softmax", input="0.21\n"
     )
     assert "Right: 0.21" in r.stdout
+
+
+def test_report_wording(check):
+    code, _, result = check("A =\n0 0 0\n0 0 0\n0 1 0\n", fmt="table", name="w.txt")
+    out = result.stdout
+    assert "… 1 more wrong cell (-f json lists them)" in out  # 9 wrong, 8 explained (was "1 more wrong cells")
+    assert "✗ A[我, 我]: you wrote 0, correct 0.333 (tolerance ±0.043)" in out  # was "(within ±0.5)"
+    assert "within" not in out
+
+
+def test_kvcache_notes_count_heads_in_the_singular_too():
+    import os
+
+    from attncalc.kvcache import kv_cache, read_config
+
+    here = os.path.join(os.path.dirname(__file__), "configs")
+    notes = " ".join(kv_cache(read_config(os.path.join(here, "gemma-7b.json")), tokens=8)["notes"])
+    assert "1 query head per KV head" in notes and "1 query heads" not in notes
