@@ -192,3 +192,13 @@ def test_json_cell_lines_recompute(cli):
     ys = re.findall(NUMBER, lines[1])
     for x, y in zip(exps, ys):
         assert number_text(math.exp(float(x)), len(y.split(".")[1])) == y
+
+
+def test_a_real_size_row_recomputes_without_deep_recursion():
+    from attncalc.core.expansion import Expansion, sum_of_products
+
+    rnd = random.Random(7)
+    pairs = [(rnd.uniform(-2, 2), rnd.uniform(-0.1, 0.1)) for _ in range(4096)]  # one cell of x·W, d_model 4096
+    lines = expansion_lines(Expansion([sum_of_products(pairs, math.fsum(a * b for a, b in pairs))]), 3)
+    found = steps_of(lines)
+    assert len(found) == 1 and recomputes(*found[0])

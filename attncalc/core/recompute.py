@@ -103,11 +103,11 @@ class _Parser:
         return it
 
     def expr(self):
-        left = self.term()
+        terms, signs = [self.term()], ["+"]
         while self.peek() in ("+", "−"):
-            op = self.take()
-            left = ("bin", op, left, self.term())
-        return left
+            signs.append(self.take())
+            terms.append(self.term())
+        return terms[0] if len(terms) == 1 else ("sum", tuple(signs), terms)  # flat: a row of 4096 terms
 
     def term(self):
         left = self.unary()
@@ -186,6 +186,11 @@ def evaluate(node, value_of=lambda n: n.value):
             return math.inf
     if kind == "mat":
         return [[evaluate(c, value_of) for c in row] for row in node[1]]
+    if kind == "sum":
+        parts = [evaluate(t, value_of) for t in node[2]]
+        if any(isinstance(x, list) for x in parts):
+            raise NotArithmetic("a sum of matrices")
+        return math.fsum(x if sign == "+" else -x for sign, x in zip(node[1], parts))
     a, b = evaluate(node[2], value_of), evaluate(node[3], value_of)
     if isinstance(a, list) or isinstance(b, list):
         return _matrix_op(node[1], a, b)
@@ -214,6 +219,8 @@ def numbers(node) -> list[Num]:
         return [node]
     if node[0] == "mat":
         return [n for row in node[1] for c in row for n in numbers(c)]
+    if node[0] == "sum":
+        return [n for t in node[2] for n in numbers(t)]
     return [n for part in node[1:] if isinstance(part, (tuple, Num)) for n in numbers(part)]
 
 
@@ -230,8 +237,12 @@ def steps(before, after) -> list[tuple]:
         if [len(r) for r in before[1]] != shape:
             raise NotArithmetic("matrices of different shapes")
         return [s for rb, ra in zip(before[1], after[1]) for b, a in zip(rb, ra) for s in steps(b, a)]
-    if after[0] in ("bin", "fn") and before[1] != after[1]:
+    if after[0] in ("bin", "fn", "sum") and before[1] != after[1]:
         raise NotArithmetic("different operations")
+    if after[0] == "sum":
+        if len(before[2]) != len(after[2]):
+            raise NotArithmetic("sums of different lengths")
+        return [s for b, a in zip(before[2], after[2]) for s in steps(b, a)]
     parts = [(b, a) for b, a in zip(before[1:], after[1:]) if isinstance(a, (tuple, Num))]
     return [s for b, a in parts for s in steps(b, a)]
 
