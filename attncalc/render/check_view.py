@@ -42,7 +42,7 @@ def _explain(cell: dict, p: int) -> list[str]:
     """The lines under a wrong cell: what you wrote, the right value and its arithmetic, yours."""
     from rich.cells import cell_len
 
-    from attncalc.render.text import fmt
+    from attncalc.render.text import number_text as fmt  # one minus sign (U+2212), as in the arithmetic
 
     def work(lines):
         head = f"{cell['label']} = "
