@@ -145,7 +145,7 @@ def test_every_step_of_every_bundled_example_recomputes(example, stage):
 
 VARIANTS = [
     [],
-    ["position.type=rope"],
+    ["position.type=rope", 'position.scaling={"type": "yarn", "factor": 4, "original_max_position_embeddings": 2}'],
     ["position.type=alibi"],
     ["encoder.norm=rmsnorm", "encoder.activation=gelu", "encoder.norm_first=true"],
 ]
