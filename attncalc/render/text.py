@@ -6,6 +6,7 @@ shown result from the shown numbers (core/recompute.py finds the steps), and no 
 
 from __future__ import annotations
 
+import functools
 import math
 
 from attncalc.core.expansion import Call, Expansion, Given, Written
@@ -59,6 +60,7 @@ def number_text(x: float, decimals: int) -> str:
     return text.replace("-", MINUS)
 
 
+@functools.lru_cache(maxsize=4096)
 def as_written(x: float) -> str | None:
     """A given number as written (shortest form: 0.5, 1, 1e−5), or None when that takes > 6 decimals."""
     if not math.isfinite(x):
@@ -92,7 +94,12 @@ def _recomputes(pairs, q: int, after: int) -> bool:
     """Every step gives its shown result (at `after` decimals) from operands shown at q decimals."""
 
     def value_of(n):
-        return n.value if n.formula else _value(_shown(n, q), n.value)
+        x = n.value
+        if n.formula or (n.exact and as_written(x) is not None):
+            return x
+        if not x or SCIENTIFIC[0] <= abs(x) < SCIENTIFIC[1]:
+            return round(x, q)  # the same correctly rounded decimal that number_text writes
+        return _value(_shown(n, q), x)
 
     for before, result in pairs:
         got = flat(evaluate(before, value_of))
