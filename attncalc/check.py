@@ -2,18 +2,20 @@
 
 Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
 
-- Tolerance per cell from the number as written: d decimals → within 10^-d (`0.43` and `1.00` →
-  0.01, `0.4` → 0.1; `4.26e-1` counts as 3 decimals); an integer cell (`2`, `0`, `1`) → within
-  0.5, so a 0/1 mask cell must be exact. `-inf` / `−∞` (a blocked cell) matches only −∞.
-  `--tol` gives one absolute tolerance for every cell instead.
+- Tolerance per cell (attncalc/tolerance.py): from the decimals written (`0.43` → 0.01; a whole
+  number counts at the decimals of the matrix's most precise cell; only a tensor of whole numbers,
+  a mask, reads `0`/`1` as ±0.5), plus the rounding of the inputs the learner worked from and did not
+  supply, never more than a tenth of the tensor's scale. `-inf` / `−∞` (a blocked cell) matches only
+  −∞. `--tol` gives one absolute tolerance for every cell instead.
 - Verdicts, in graph order: "correct" — within tolerance of the true value, or of what the
   step gives from your earlier numbers that were themselves correct (their rounding is not held
   against you); "carried" — wrong, but what this step gives from your own numbers (`from_yours`:
   the step's operation on your tensors, the true ones where you gave none); "slip" — wrong
   even given your own numbers. `from_yours` is null for a tensor none of your tensors feed.
-- A slip is named when every slipped cell of a tensor matches a known mistake recomputed from
-  your numbers or the true ones (softmax over columns, no ÷√d_k, mask after the softmax or not at
-  all, K not transposed, X instead of X + PE, a row of another head).
+- A slip is named only when recomputing the step under a known mistake (softmax over columns, no
+  ÷√d_k, mask after the softmax or not at all, K not transposed, K·Qᵀ, X instead of X + PE) from
+  your numbers or the true ones reproduces every cell you wrote within tolerance (a row of another
+  head: every slipped row equals that row of another head).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from attncalc.errors import InputError, describe
 from attncalc.inputs.document import jsonable
 from attncalc.inputs.literal import cell_label
 from attncalc.render.text import expansion_lines
+from attncalc.tolerance import tolerances
 
 NEG_INF = {"-inf", "−inf", "-∞", "−∞", "-infinity"}
 _NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
@@ -332,19 +335,19 @@ def _wrong_head(y, refs, tol, slip) -> np.ndarray | None:
 
 
 def mistake(graph: Graph, yours: Graph, name: str, y, truth, step, tol, slip) -> str | None:
-    """The known mistake every slipped cell matches, or None."""
+    """The known mistake that reproduces every cell you wrote (a wrong head: every slipped row), or None."""
     candidates = []
     for g in (yours, graph):
         try:
             candidates += alternatives(g, name)
         except (InputError, ValueError):
             pass
-    head = _wrong_head(y, [r for r in (truth, step) if r is not None], tol, slip)
-    if head is not None:
-        candidates.append(("head", head))
     for key, alt in candidates:
-        if alt is not None and _close(y, alt, tol)[slip].all():
+        if alt is not None and _close(y, alt, tol).all():
             return MISTAKES[key]
+    head = _wrong_head(y, [r for r in (truth, step) if r is not None], tol, slip)
+    if head is not None and _close(y, head, tol)[slip].all():
+        return MISTAKES["head"]
     return None
 
 
@@ -368,7 +371,7 @@ def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, prec
     for name in order:
         node, sheet, y = graph.nodes[name], fitted[name], mine[name]
         truth = graph.value(name)
-        t = np.full(y.shape, float(tol)) if tol is not None else sheet.tol
+        t = np.full(y.shape, float(tol)) if tol is not None else tolerances(graph, name, sheet.text, frozenset(mine))
         fed = bool((graph.upstream([name]) - {name}) & set(mine))
         step = _step(yours, name) if fed else None
         right = _close(y, truth, t) | (_close(y, _step(ok, name), t) if fed else False)

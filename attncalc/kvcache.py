@@ -211,7 +211,19 @@ def kv_cache(
         raise InputError(at + kvkey, f"a divisor of {hkey} ({heads})", str(kv))
     group = heads // kv
     kind = "MHA" if kv == heads else "MQA" if kv == 1 else "GQA"
-    notes.append(texts.t("kvcache.heads", kind=kind, heads=heads, kv=kv, field=kvkey, group=group))
+    noun = {n: texts.t("kvcache.head_noun" if n == 1 else "kvcache.heads_noun") for n in (kv, group)}
+    notes.append(
+        texts.t(
+            "kvcache.heads",
+            kind=kind,
+            heads=heads,
+            kv=kv,
+            field=kvkey,
+            group=group,
+            kv_noun=noun[kv],
+            group_noun=noun[group],
+        )
+    )
     _, head_dim = _get_int(cfg, ("head_dim",), at, required=False)
     if head_dim is None:
         if d_model % heads:

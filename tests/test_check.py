@@ -99,7 +99,7 @@ def test_a_slip_in_q_makes_s_carried_not_slipped(check, truth):
     assert ts["mistake"] is None and tq["mistake"] is None
     cell = tq["cells"][0]
     assert cell["label"] == "Q[爱, 0]" and cell["written"] == "0.926" and abs(cell["correct"] - 0.4257) < 1e-3
-    assert cell["work"][0].startswith("0.841×0.5 + 1.540×0")  # the arithmetic of the right value
+    assert cell["work"][0].startswith("0.8415×0.5 + 1.5403×0")  # the arithmetic of the right value
 
 
 def test_a_slip_after_a_carried_error_is_still_a_slip(check, truth):
@@ -185,8 +185,8 @@ def test_a_plain_slip_names_no_mistake(check, truth):
         ("0.4", "correct"),  # 1 decimal: within 0.1
         ("0.6", "slip"),
         ("4.26e-1", "correct"),  # 3 decimals as written
-        ("1", "slip"),  # an integer: within 0.5
-        ("0", "correct"),
+        ("1", "slip"),
+        ("0", "slip"),  # a whole number among 2-decimal cells means 0.00, not 0 ± 0.5 (was "correct")
     ],
 )
 def test_tolerance_follows_the_decimals_written(check, written, verdict):

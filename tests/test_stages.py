@@ -55,7 +55,7 @@ def test_softmax_table_has_tokens_on_both_axes(cli):
 
 def test_cell_by_token_label_writes_out_the_products(cli):
     out = cli("qkv", "--example", "woaini", "--cell", "爱,0", "-f", "table").stdout
-    assert "Q[爱, 0] = 0.841×0.5 + 1.540×0 + 0.010×0.5 + 2.000×0 = 0.426" in out
+    assert "Q[爱, 0] = 0.8415×0.5 + 1.5403×0 + 0.0100×0.5 + 2.0000×0 = 0.426" in out
 
 
 def test_cell_of_another_tensor_and_json_cell(cli):

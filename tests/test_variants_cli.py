@@ -149,10 +149,10 @@ def test_cell_on_q_rope_shows_the_rotation_of_its_pair(cli, monkeypatch):
     # Q[爱] = [0, 1, 0, 1]; column 3 pairs with column 1, angle 1 × 0.01
     assert "Q_rope[爱, 3] = 1.000×cos(0.010) + 1.000×sin(0.010) = 1.010" in lines
     assert "pair (1, 3): [cos(0.010) −sin(0.010); sin(0.010) cos(0.010)] · [1.000; 1.000]" in lines
-    assert "= [1.000 -0.010; 0.010 1.000] · [1.000; 1.000] = [0.990; 1.010]" in lines
+    assert "= [1.000 −0.010; 0.010 1.000] · [1.000; 1.000] = [0.990; 1.010]" in lines
     d = doc(cli("qkv", "--example", "woaini", *ROPE, "-f", "json", "--cell", "Q_rope:你,0"))
     assert d["cell"]["value"] == pytest.approx(0.5 * math.cos(2) - 0.5 * math.sin(2), abs=1e-15)
-    assert any("[cos(2.000) −sin(2.000); sin(2.000) cos(2.000)]" in line for line in d["cell"]["lines"])
+    assert any("[cos(2.0000) −sin(2.0000); sin(2.0000) cos(2.0000)]" in line for line in d["cell"]["lines"])
 
 
 def test_alibi_bias_with_two_heads(cli):

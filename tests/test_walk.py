@@ -15,7 +15,7 @@ pexpect = pytest.importorskip("pexpect")
 
 KEYS = "Enter/space next"
 STAGE_ORDER = ["embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder", "generate"]
-Q_CELL = "Q[爱, 0] = 0.841×0.5 + 1.540×0 + 0.010×0.5 + 2.000×0 = 0.426"
+Q_CELL = "Q[爱, 0] = 0.8415×0.5 + 1.5403×0 + 0.0100×0.5 + 2.0000×0 = 0.426"
 
 
 def spawn(*args):

@@ -221,6 +221,7 @@ class Tour:
         arithmetic. Returns the tensors drawn with the question."""
         from attncalc.render.table import print_explanation, print_views
         from attncalc.render.text import fmt
+        from attncalc.tolerance import answer_tolerance
         from attncalc.walk import label_of, quiz_cell, views_of
 
         if s.quiz is None:
@@ -243,7 +244,7 @@ class Tour:
             if not line.strip():
                 self.con.print(self.text("skipped"), markup=False)
                 break
-            verdict = judge(line, true)
+            verdict = judge(line, true, lambda text: answer_tolerance(g, s.quiz, idx, text, self.p))
             if verdict is not None:
                 break
             self.say("quiz_nan")
@@ -253,7 +254,11 @@ class Tour:
             self.right += ok
             self.con.print(
                 self.text(
-                    "right" if ok else "wrong", label=label, value=fmt(true, self.p), answer=line.strip(), tol=tol
+                    "right" if ok else "wrong",
+                    label=label,
+                    value=fmt(true, self.p),
+                    answer=line.strip(),
+                    tol=float(f"{tol:.2g}"),
                 ),
                 markup=False,
             )
@@ -262,12 +267,16 @@ class Tour:
         return before
 
 
-def judge(answer: str, value: float):
-    """(right?, tolerance) of a typed answer, the tolerance from its decimals as `check` counts them;
-    None when it is not a number."""
+def judge(answer: str, value: float, tolerance=None):
+    """(right?, tolerance) of a typed answer, None when it is not a number. `tolerance(text)` is the
+    quiz's (attncalc/tolerance.py: decimals, inputs seen at the screen's precision, the tensor's scale);
+    without it, the answer's decimals against this one value."""
     import math
 
-    from attncalc.check import NEG_INF, tolerance_of
+    import numpy as np
+
+    from attncalc.check import NEG_INF
+    from attncalc.tolerance import written
 
     text = answer.strip().replace("−", "-")
     if text.lower() in NEG_INF:
@@ -278,5 +287,5 @@ def judge(answer: str, value: float):
         return None
     if not math.isfinite(x):
         return None
-    tol = tolerance_of(text)
+    tol = tolerance(text) if tolerance else float(written(np.array([text], object), np.array([value]))[0][0])
     return abs(x - value) <= tol * (1 + 1e-9), tol

@@ -1,8 +1,9 @@
 """The arithmetic of one cell, as data: each renderer (terminal, Markdown, LaTeX, JSON) lays it out.
 
 A line is a list of tokens: `float` (a computed number, printed to the chosen precision),
-`Given` (a number the fixture or the user wrote, printed as written), `Call` (a function
-applied to numbers: e^x, √x, relu(x), …) and `str` (operators and words).
+`Given` (a number the fixture or the user wrote, printed as written), `Written` (an exact number
+shown as a formula: `1/√4`), `Call` (a function applied to numbers: e^x, √x, relu(x), …) and
+`str` (operators and words). core/recompute.py reads a line back as arithmetic.
 """
 
 from __future__ import annotations
@@ -13,6 +14,17 @@ from dataclasses import dataclass, field
 
 class Given(float):
     """A number that was given (a weight, a literal), printed short: 0.5, not 0.500."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """An exact number shown as its formula (`1/√4` for 0.5, `10000^(2/4)`), evaluated as `value`."""
+
+    text: str
+    value: float
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from attncalc.core.expansion import Call, Expansion, given, sum_of
+from attncalc.core.expansion import Call, Expansion, Given, given, sum_of
 from attncalc.core.ops import Op
 from attncalc.errors import InputError
 
@@ -95,7 +95,7 @@ class SwiGLU(Op):
 
 def _mean_line(row):
     mu = float(row.mean())
-    return mu, ["μ", "=", "("] + sum_of([float(v) for v in row], 0)[:-2] + [")", "/", str(row.size), "=", mu]
+    return mu, ["μ", "=", "("] + sum_of([float(v) for v in row], 0)[:-2] + [")", "/", Given(row.size), "=", mu]
 
 
 class LayerNorm(Op):
@@ -118,11 +118,10 @@ class LayerNorm(Op):
         squares: list = []
         for k, v in enumerate(row):
             squares += (["+"] if k else []) + ["(", float(v), "−", mu, ")²"]
-        second = ["σ²", "=", "("] + squares + [")", "/", str(row.size), "=", var]
-        eps = given(self.eps, True) if self.eps >= 1e-6 else f"{self.eps:g}"
+        second = ["σ²", "=", "("] + squares + [")", "/", Given(row.size), "=", var]
         xhat = (float(row[j]) - mu) / math.sqrt(var + self.eps)  # the normalised value
         out = xhat * float(gamma[j]) + float(beta[j])
-        third = ["x̂", "=", "(", float(row[j]), "−", mu, ")", "/", Call("sqrt", var, "+", eps), "=", xhat]
+        third = ["x̂", "=", "(", float(row[j]), "−", mu, ")", "/", Call("sqrt", var, "+", Given(self.eps)), "=", xhat]
         result = ["x̂", "×", "γ", "+", "β", "=", xhat, "×", given(gamma[j], g[1]), "+", given(beta[j], g[2]), "=", out]
         return Expansion([result, first, second, third], out)  # the result, then where its numbers come from
 
@@ -144,7 +143,7 @@ class RMSNorm(Op):
         squares: list = []
         for k, v in enumerate(row):
             squares += (["+"] if k else []) + [float(v), "²"]
-        first = ["mean(x²)", "=", "("] + squares + [")", "/", str(row.size), "=", ms]
+        first = ["mean(x²)", "=", "("] + squares + [")", "/", Given(row.size), "=", ms]
         out = float(row[j]) / math.sqrt(ms + self.eps) * float(gamma[j])
         second = [
             float(row[j]),
@@ -192,4 +191,4 @@ class Mean(Op):
     def explain(self, xs, idx, g):
         v = xs[0]
         m = float(v.mean())
-        return Expansion([["("] + sum_of([float(x) for x in v], 0)[:-2] + [")", "/", str(v.size), "=", m]], m)
+        return Expansion([["("] + sum_of([float(x) for x in v], 0)[:-2] + [")", "/", Given(v.size), "=", m]], m)

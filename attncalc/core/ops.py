@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from attncalc.core.expansion import Call, Expansion, given, sum_of, sum_of_products
+from attncalc.core.expansion import Call, Expansion, Written, given, sum_of, sum_of_products
 from attncalc.errors import InputError
 
 
@@ -179,7 +179,7 @@ class Scale(Op):
     def explain(self, xs, idx, g):
         s = float(xs[0][idx])
         v = s * self.c
-        line = [given(s, g[0]), "×", self.text]
+        line = [given(s, g[0]), "×", Written(self.text, self.c)]
         if len(xs) > 1:
             b = float(xs[1][(0, *idx) if xs[1].ndim == 3 and len(idx) == 2 else idx])
             line += ["+", b]
@@ -214,6 +214,11 @@ class Mask(Op):
         return Expansion([["M = 0", "→", "−∞"]], -math.inf, self.reasons(i, j, m, n))
 
 
+# A row of computed scores whose maximum is larger is written out as e^(x − max): e^x of a rounded x
+# grows the rounding with e^x, so large e^x would need many digits of x (given scores are exact).
+SHIFT_ABOVE = 3.0
+
+
 class Softmax(Op):
     """Row-wise softmax, max subtracted first; a fully blocked row gives zeros (never NaN)."""
 
@@ -235,14 +240,19 @@ class Softmax(Op):
         finite = row[np.isfinite(row)]
         if finite.size == 0:
             return Expansion([["every key blocked", "→", 0.0]], 0.0, "a fully blocked row gives zero weights")
-        shift = float(finite.max()) if np.abs(finite).max() > 30 else 0.0
+        top = float(finite.max())
+        shift = top if abs(top) > (30.0 if g[0] else SHIFT_ABOVE) else 0.0
         exps = [Call("exp", float(x) - shift) if np.isfinite(x) else Call("exp", -math.inf) for x in row]
         vals = np.exp(np.where(np.isfinite(row), row - shift, -np.inf))
         total = float(vals.sum())
         out = float(vals[j] / total)
         first = [exps[j], "/", "("] + sum_of(exps, 0)[:-2] + [")"]
         second = [float(vals[j]), "/", "("] + sum_of([float(v) for v in vals], 0)[:-2] + [")"]
-        note = f"every score minus the row maximum {shift:g}, so e^x cannot overflow" if shift else ""
+        note = (
+            f"every score minus the row maximum {shift:g}: the same weights, smaller numbers (e^x cannot overflow)"
+            if shift
+            else ""
+        )
         return Expansion([first, ["=", *second], ["=", float(vals[j]), "/", total, "=", out]], out, note)
 
 

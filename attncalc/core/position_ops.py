@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from attncalc.core import positions
-from attncalc.core.expansion import Call, Expansion, given
+from attncalc.core.expansion import Call, Expansion, Given, Written, given
 from attncalc.core.ops import Op
 
 
@@ -31,7 +31,15 @@ class Sinusoidal(Op):
         fn = "sin" if col % 2 == 0 else "cos"
         v = math.sin(angle) if fn == "sin" else math.cos(angle)
         return Expansion(
-            [[Call(fn, str(pos), "/", f"{self.base:g}^({two_i}/{d})"), "=", Call(fn, angle), "=", v]],
+            [
+                [
+                    Call(fn, Given(pos), "/", Written(f"{self.base:g}^({two_i}/{d})", self.base ** (two_i / d))),
+                    "=",
+                    Call(fn, angle),
+                    "=",
+                    v,
+                ]
+            ],
             v,
             f"position {pos}, pair i = {two_i // 2}",
         )
@@ -96,7 +104,7 @@ class Angles(Op):
         pos, j = idx[0] + self.offset, idx[1]
         v = pos * float(self.inv_freq[j])
         return Expansion(
-            [[str(pos), "×", float(self.inv_freq[j]), "=", v]],
+            [[Given(pos), "×", float(self.inv_freq[j]), "=", v]],
             v,
             f"inv_freq_{j} = 1/θ^({2 * j}/d_k), after any scaling",
         )
@@ -178,7 +186,7 @@ class Alibi(Op):
         qi = i + (m - n if self.q_offset is None else self.q_offset)
         v = -float(self.slopes[head]) * (qi - j)
         return Expansion(
-            [["−", given(self.slopes[head], True), "×", "(", str(qi), "−", str(j), ")", "=", v]],
+            [["−", given(self.slopes[head], True), "×", "(", Given(qi), "−", Given(j), ")", "=", v]],
             v,
             f"slope of head {head}; farther keys get a larger penalty",
         )

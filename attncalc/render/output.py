@@ -41,6 +41,16 @@ def stage_names(session: Session, values: dict, only: list[str] | None) -> list[
     return own or [n for n in values if g.nodes[n].stage == session.stage] or list(values)[-1:]
 
 
+def work_names(session: Session, values: dict, only, work: bool | None, cell) -> list[str]:
+    """The tensors whose every cell --work writes out: each tensor of an attention stage (Q, K and V;
+    S and S_scaled; …), the main one of a layer stage; by default those of at most WORK_CELLS cells."""
+    if work is False or (work is None and cell):
+        return []
+    names = [main_name(session, values)] if session.stage in ("encoder", "decoder") and not only else None
+    names = names or stage_names(session, values, only)
+    return [n for n in names if work or np.size(values[n]) <= WORK_CELLS]
+
+
 def main_name(session: Session, values: dict) -> str:
     name = MAIN.get(session.stage, "")
     name = name if name in values else list(values)[-1]
@@ -133,9 +143,11 @@ def emit(
     from attncalc.render.view import views  # renderers are imported only by the format that uses them
 
     names = stage_names(session, values, only)
-    if work is None:
-        work = np.size(values[main]) <= WORK_CELLS and not cell
-    cells = [(main, idx) for idx in np.ndindex(np.shape(values[main]))] if work else []
+    cells = [
+        (name, idx)
+        for name in work_names(session, values, only, work, cell)
+        for idx in np.ndindex(np.shape(values[name]))
+    ]
     cells += chosen
     g = session.graph
     if fmt == "table":

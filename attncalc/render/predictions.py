@@ -79,9 +79,15 @@ def loss_line(values: dict, p: int) -> str | None:
     """`loss = (0.164 + 0.158 + …) / 4 = 0.151`, or None without labels."""
     if "loss" not in values or "nll" not in values:
         return None
-    nll = np.asarray(values["nll"]).ravel()
-    terms = " + ".join(fmt(x, p) for x in nll) if nll.size <= 8 else f"{fmt(nll[0], p)} + … + {fmt(nll[-1], p)}"
-    return f"loss = mean(−log p(label)) = ({terms}) / {nll.size} = {fmt(float(values['loss']), p)}"
+    nll = np.asarray(values["nll"], float).ravel()
+    if nll.size > 8:
+        terms = f"({fmt(nll[0], p)} + … + {fmt(nll[-1], p)}) / {nll.size} = {fmt(float(values['loss']), p)}"
+    else:  # written out like every other cell: the digits that make it recompute
+        from attncalc.core.layer_ops import Mean
+        from attncalc.render.text import expansion_lines
+
+        terms = expansion_lines(Mean().explain([nll], (), (False,)), p)[0]
+    return f"loss = mean(−log p(label)) = {terms}"
 
 
 def print_predictions(con, graph, values: dict, p: int) -> None:

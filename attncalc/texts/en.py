@@ -104,7 +104,9 @@ TEXTS = {
     "ui.stage": "stage:",
     # kvcache and cost (issue 15): notes on a real model's config, and the cost figures' words
     "kvcache.nested": "using the nested text_config",
-    "kvcache.heads": "{kind}: {heads} query heads, {kv} KV heads ({field}), {group} query heads per KV head",
+    "kvcache.heads": "{kind}: {heads} query heads, {kv} KV {kv_noun} ({field}), {group} query {group_noun} per KV head",
+    "kvcache.head_noun": "head",
+    "kvcache.heads_noun": "heads",
     "kvcache.head_dim": "head_dim = {dkey} / {hkey} = {d_model} / {heads} = {head_dim}",
     "kvcache.head_dim_given": "head_dim {head_dim} from config, not {dkey} / {hkey} = {ratio:g}",
     "kvcache.dtype_option": "dtype {name} from {option}",

@@ -104,7 +104,9 @@ TEXTS = {
     "ui.stage": "阶段：",
     # kvcache and cost (issue 15): notes on a real model's config, and the cost figures' words
     "kvcache.nested": "使用嵌套的 text_config",
-    "kvcache.heads": "{kind}：{heads} 个查询头，{kv} 个 KV 头（{field}），每个 KV 头对应 {group} 个查询头",
+    "kvcache.heads": "{kind}：{heads} 个查询头，{kv} 个 KV {kv_noun}（{field}），每个 KV 头对应 {group} 个查询{group_noun}",
+    "kvcache.head_noun": "头",
+    "kvcache.heads_noun": "头",
     "kvcache.head_dim": "head_dim = {dkey} / {hkey} = {d_model} / {heads} = {head_dim}",
     "kvcache.head_dim_given": "head_dim 取配置里的 {head_dim}，而不是 {dkey} / {hkey} = {ratio:g}",
     "kvcache.dtype_option": "数据类型 {name} 来自 {option}",
