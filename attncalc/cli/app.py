@@ -68,15 +68,18 @@ def make_request(stage, document, example, fixture, kind, scale, block, heads, k
     )
 
 
-def check_choices(fmt: str, kind: str | None, lang: str | None):
+def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage"):
+    """The options whose words are fixed (formats, mask kinds, languages), each list kept in one place."""
+    from attncalc.core.names import MASK_KINDS
     from attncalc.errors import InputError
+    from attncalc.render import formats
+    from attncalc.texts import LANGS
 
-    if fmt not in ("auto", "table", "json", "markdown", "latex"):
-        raise InputError("--format", "auto, table, json, markdown or latex", repr(fmt))
-    if kind is not None and kind not in ("none", "causal", "padding", "causal+padding"):
-        raise InputError("--kind", "none, causal, padding or causal+padding", repr(kind))
-    if lang is not None and lang not in ("en", "zh"):
-        raise InputError("--lang", "en or zh", repr(lang))
+    formats.check(fmt, command)
+    if kind is not None and kind not in MASK_KINDS:
+        raise InputError("--kind", formats.one_of(MASK_KINDS), repr(kind))
+    if lang is not None and lang not in LANGS:
+        raise InputError("--lang", formats.one_of(LANGS), repr(lang))
 
 
 def stage_command(stage: str):
@@ -157,7 +160,7 @@ for _stage in STAGE_HELP:
 
 
 @app.command("examples")
-def examples(fmt: o.Format = "auto"):
+def examples(fmt: o.format_option("examples") = "auto"):
     """List the bundled examples."""
 
     def run():
@@ -165,6 +168,9 @@ def examples(fmt: o.Format = "auto"):
         import sys
 
         from attncalc.inputs.examples import example_names, load_example
+        from attncalc.render import formats
+
+        formats.check(fmt, "examples")
 
         rows = [(n, load_example(n).get("description", "")) for n in example_names()]
         if fmt == "json" or fmt == "auto" and not sys.stdout.isatty():

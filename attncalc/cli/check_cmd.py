@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         worksheet: Worksheet,
         example: o.Example = None,
         fixture: o.FixturePath = None,
-        fmt: o.Format = "auto",
+        fmt: o.format_option("check") = "auto",
         precision: o.Precision = 3,
         tol: Tol = None,
         lang: o.Lang = None,
@@ -69,9 +69,7 @@ def register(app: typer.Typer) -> None:
             from attncalc.inputs.session import Request, open_session, read_text
             from attncalc.render.output import resolve_format
 
-            check_choices(fmt, kind, lang)
-            if fmt == "latex":
-                raise InputError("--format", "auto, table, json or markdown for check", repr(fmt))
+            check_choices(fmt, kind, lang, "check")
             if worksheet == "-" and not (example or fixture):
                 raise InputError(
                     "WORKSHEET",

@@ -175,12 +175,11 @@ def register(app: typer.Typer) -> None:
             import json
             import sys
 
-            from attncalc.errors import InputError
             from attncalc.kvcache import kv_cache, read_config
+            from attncalc.render import formats
             from attncalc.render.output import resolve_format
 
-            if fmt not in ("auto", "table", "json", "markdown", "latex"):
-                raise InputError("--format", "auto, table, json, markdown or latex", repr(fmt))
+            formats.check(fmt, "kvcache")
             cfg = read_config(config)
             r = kv_cache(cfg, tokens, batch, dtype, source=config)
             form = resolve_format(fmt)

@@ -8,6 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from attncalc import texts
+from attncalc.core.names import MASK_KINDS
+from attncalc.render import formats
+
 INPUT = "Input"
 OUTPUT = "Output"
 MODEL = "Model"
@@ -24,17 +28,18 @@ Example = Annotated[
 ]
 FixturePath = Annotated[
     Optional[str],
-    typer.Option("--fixture", help="A fixture file (JSON, SPEC §3).", rich_help_panel=INPUT, show_default=False),
-]
-Format = Annotated[
-    str,
     typer.Option(
-        "--format",
-        "-f",
-        help="auto|table|json|markdown|latex (auto: tables on a terminal, JSON in a pipe).",
-        rich_help_panel=OUTPUT,
+        "--fixture", help="A fixture file (JSON, docs/fixture.md).", rich_help_panel=INPUT, show_default=False
     ),
 ]
+
+
+def format_option(command: str = "stage"):
+    """`-f/--format` with the formats this command offers (render/formats.py) in its help."""
+    return Annotated[str, typer.Option("--format", "-f", help=formats.option_help(command), rich_help_panel=OUTPUT)]
+
+
+Format = format_option("stage")
 Precision = Annotated[
     int,
     typer.Option("--precision", "-p", min=0, max=12, help="Decimals shown (JSON keeps all).", rich_help_panel=OUTPUT),
@@ -64,12 +69,15 @@ Only = Annotated[
 Lang = Annotated[
     Optional[str],
     typer.Option(
-        "--lang", help="en|zh for explanations (default from LANG).", rich_help_panel=OUTPUT, show_default=False
+        "--lang",
+        help="|".join(texts.LANGS) + " for explanations (default from LANG).",
+        rich_help_panel=OUTPUT,
+        show_default=False,
     ),
 ]
 Kind = Annotated[
     Optional[str],
-    typer.Option("--kind", help="Mask: none|causal|padding|causal+padding.", rich_help_panel=MODEL, show_default=False),
+    typer.Option("--kind", help="Mask: " + "|".join(MASK_KINDS) + ".", rich_help_panel=MODEL, show_default=False),
 ]
 Scale = Annotated[
     Optional[float],

@@ -37,9 +37,6 @@ class Sinusoidal(Op):
         )
 
 
-MASK_KINDS = ("none", "causal", "padding", "causal+padding")
-
-
 class MaskMatrix(Op):
     """M[i, j] = 1 where query i may look at key j; its input (the scores) gives n and m.
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from attncalc.core.build import Options
 from attncalc.core.build_layers import build
-from attncalc.core.fixture import Fixture
+from attncalc.core.fixture import PATH_PART, Fixture
 from attncalc.core.graph import STAGES, Graph
 from attncalc.errors import InputError, describe
 from attncalc.inputs.document import read_document
@@ -83,12 +83,10 @@ def read_text(path: str) -> str:
 
 def set_field(raw: dict, assignment: str) -> None:
     """`--set position.type=rope`: the value is JSON when it parses as JSON, else a string."""
-    from attncalc.core.fixture import _PATH_PART
-
     if "=" not in assignment:
         raise InputError("--set", "KEY=VALUE (for example position.type=rope)", repr(assignment))
     key, text = assignment.split("=", 1)
-    parts = _PATH_PART.findall(key.strip())
+    parts = PATH_PART.findall(key.strip())
     if not parts:
         raise InputError("--set", "a field path such as attention.kv_heads", repr(key))
     try:

@@ -11,15 +11,10 @@ from attncalc.errors import InputError
 from attncalc.inputs.document import dumps, jsonable, make_document
 from attncalc.inputs.literal import cell_label, parse_cell
 from attncalc.inputs.session import MAIN, Session
+from attncalc.render.formats import resolve as resolve_format  # noqa: F401 (the commands' name for it)
 
 WORK_CELLS = 64  # --work is on by default up to this many cells
 HUGE = 5_000_000  # numbers in one JSON document before we ask for --only
-
-
-def resolve_format(fmt: str) -> str:
-    if fmt == "auto":
-        return "table" if sys.stdout.isatty() else "json"
-    return fmt
 
 
 def pick_cell(session: Session, values: dict, text: str, default: str):
