@@ -50,7 +50,7 @@ def main(
     """attncalc"""
 
 
-def make_request(stage, document, example, fixture, kind, scale, block, heads, kv_heads, sets, inline):
+def make_request(*, stage, document, example, fixture, kind, scale, block, heads, kv_heads, sets, inline):
     from attncalc.inputs.session import Request
 
     return Request(
@@ -114,25 +114,25 @@ def stage_command(stage: str):
         def run():
             check_choices(fmt, kind, lang)
             o.quiet_blas_threads()
-            from attncalc.inputs.session import evaluate, open_session
+            from attncalc.api import Calculation
             from attncalc.render.output import emit
 
             req = make_request(
-                stage,
-                document,
-                example,
-                fixture,
-                kind,
-                scale,
-                block,
-                heads,
-                kv_heads,
-                sets,
-                dict(x=x, wq=wq, wk=wk, wv=wv, wo=wo, q=q, k=k, v=v, scores=scores, weights=weights),
+                stage=stage,
+                document=document,
+                example=example,
+                fixture=fixture,
+                kind=kind,
+                scale=scale,
+                block=block,
+                heads=heads,
+                kv_heads=kv_heads,
+                sets=sets,
+                inline=dict(x=x, wq=wq, wk=wk, wv=wv, wo=wo, q=q, k=k, v=v, scores=scores, weights=weights),
             )
-            session = open_session(req)
+            calc = Calculation(req)
             names = [n.strip() for n in only.split(",")] if only else None
-            values = evaluate(session, None if cell else names)  # --only: compute (and hold) only those
+            values = calc.values(None if cell else names)  # --only: compute (and hold) only those
             if not values:
                 from attncalc.errors import InputError
 
@@ -142,11 +142,11 @@ def stage_command(stage: str):
                     "the inline matrices of --help)",
                     "only " + ", ".join(req.inline or ["nothing"]),
                 )
-            for message in session.graph.warnings:
+            for message in calc.warnings:
                 import sys
 
                 sys.stderr.write(f"attncalc: warning: {message}\n")
-            emit(session, values, fmt, precision, work, cell, names)
+            emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
             o.release_stdout()
 
         o.guarded(run, debug)

@@ -1,4 +1,4 @@
-"""`attncalc check WORKSHEET`: your own hand-computed matrices against the model's (SPEC §6).
+"""`attncalc check WORKSHEET`: your own hand-computed matrices against the model's (docs/worksheet.md).
 
 The logic is in `attncalc/check.py`; this module parses the command line and draws the report:
 a table per tensor with every wrong cell marked by text (✗ slip, ~ carried), so colour off
@@ -61,12 +61,12 @@ def register(app: typer.Typer) -> None:
         """Check your own hand-computed matrices: each cell correct, carried forward, or a slip."""
 
         def run():
-            from attncalc.check import check as check_sheets
+            from attncalc.api import Calculation
             from attncalc.check import parse_worksheet, stage_for
             from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
             from attncalc.inputs.document import dumps
-            from attncalc.inputs.session import Request, open_session, read_text
+            from attncalc.inputs.session import Request, read_text
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, kind, lang, "check")
@@ -96,15 +96,15 @@ def register(app: typer.Typer) -> None:
                 kv_heads=kv_heads,
                 sets=list(sets or []),
             )
-            session = open_session(req)
-            report = check_sheets(session.graph, sheets, tol, precision)
+            calc = Calculation(req)
+            report = calc.check(sheets, tol=tol, precision=precision).to_dict()
             out = resolve_format(fmt)
             if out == "json":
                 sys.stdout.write(dumps(report) + "\n")
             elif out == "markdown":
-                sys.stdout.write(markdown(session.graph, report, precision) + "\n")
+                sys.stdout.write(markdown(calc.graph, report, precision) + "\n")
             else:
-                draw(session.graph, report, precision)
+                draw(calc.graph, report, precision)
             if report["summary"]["carried"] or report["summary"]["slip"]:
                 raise typer.Exit(1)
 
