@@ -182,7 +182,7 @@ def examples(fmt: o.format_option("examples") = "auto"):
     o.guarded(run, False)
 
 
-from attncalc.cli import check_cmd, compare_cmd, generate_cmd, kvcache_cmd, walk_cmd  # noqa: E402 (they need `app`)
+from attncalc.cli import check_cmd, compare_cmd, generate_cmd, kvcache_cmd, schema_cmd, walk_cmd  # noqa: E402
 
-for _module in (generate_cmd, walk_cmd, check_cmd, kvcache_cmd, compare_cmd):
+for _module in (generate_cmd, walk_cmd, check_cmd, kvcache_cmd, compare_cmd, schema_cmd):  # after `app` exists
     _module.register(app)
