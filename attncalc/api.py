@@ -323,6 +323,21 @@ class Calculation:
         return make_screens(self.session, self.values(), lang or texts.current(), lo, hi)
 
 
+def _as_written(value) -> str:
+    """A dict worksheet as JSON text, a number given as a string ("4.30") written as that number so its
+    decimals (and so its tolerance) are the ones typed; a Python float has only its shortest form (4.3)."""
+    from attncalc.check import NUMBER
+
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {_as_written(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        items = value.tolist() if hasattr(value, "tolist") else value
+        return "[" + ", ".join(map(_as_written, items)) + "]" if isinstance(items, list) else _as_written(items)
+    if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
+        return value.strip()
+    return json.dumps(value, default=_plain)
+
+
 def read_worksheet(worksheet) -> dict:
     """A worksheet as check reads it: a dict of tensors (lists or arrays), a path, the text itself, or
     what `check.parse_worksheet` made of one (the command line reads the worksheet first)."""
@@ -332,7 +347,7 @@ def read_worksheet(worksheet) -> dict:
     if isinstance(worksheet, dict) and worksheet and all(isinstance(v, Sheet) for v in worksheet.values()):
         return worksheet
     if isinstance(worksheet, dict):
-        return parse_worksheet(json.dumps(worksheet, default=_plain), "worksheet")
+        return parse_worksheet(_as_written(worksheet), "worksheet")
     if isinstance(worksheet, os.PathLike) or isinstance(worksheet, str) and "\n" not in worksheet:
         if isinstance(worksheet, os.PathLike) or os.path.exists(worksheet):
             return parse_worksheet(read_text(os.fspath(worksheet)), os.fspath(worksheet))

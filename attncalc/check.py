@@ -1,4 +1,4 @@
-"""`check`: a learner's hand-computed tensors against the model's, cell by cell (SPEC §6).
+"""`check`: a learner's hand-computed tensors against the model's, cell by cell (docs/worksheet.md).
 
 Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
 
@@ -33,7 +33,7 @@ from attncalc.inputs.literal import cell_label
 from attncalc.render.text import expansion_lines
 
 NEG_INF = {"-inf", "−inf", "-∞", "−∞", "-infinity"}
-_NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
+NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
 _HEADER = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?:\[\s*(\d+)\s*\])?\s*=(.*)")
 MISTAKES = {
     "columns": "softmax over columns instead of rows",
@@ -69,7 +69,7 @@ class Sheet:
 
 def tolerance_of(text: str) -> float:
     """10^-decimals for a decimal number, 0.5 for an integer (see the module docstring)."""
-    m = _NUMBER.fullmatch(text.strip().replace("−", "-"))
+    m = NUMBER.fullmatch(text.strip().replace("−", "-"))
     if not m:
         return 0.0
     decimals = len(m.group(2) or m.group(3) or "") - int(m.group(4) or 0)
@@ -82,7 +82,7 @@ def _cell(v, where: str, text_ok: bool = False):
         return -math.inf, v
     if isinstance(v, str) and text_ok:
         t = v.strip().replace("−", "-")
-        if _NUMBER.fullmatch(t):
+        if NUMBER.fullmatch(t):
             return float(t), t
     if isinstance(v, float) and not isinstance(v, bool):
         text = getattr(v, "text", repr(v))

@@ -106,6 +106,12 @@ def test_check_gives_the_report_of_check_json(cli, tmp_path):
     assert result.exit_code == 1
     assert json.loads(result.stdout) == report.to_dict()
     assert calc.check(str(path)).to_dict() == report.to_dict()  # a path, too
+    typed = [["2.00", "2.10", "1.76"], ["2.20", "1.51", "2.05"], ["1.76", "2.05", "1.53"]]
+    as_typed = calc.check({"S_scaled": typed}).to_dict()["tensors"]["S_scaled"]
+    assert as_typed["written"] == typed and as_typed["tolerance"] == [[0.01] * 3] * 3  # decimals as typed
+    assert as_typed["verdicts"][0] == ["correct", "slip", "correct"]  # 2.10 is not 2.196 to two decimals
+    floats = [[float(x) for x in row] for row in typed]  # 2.10 is the float 2.1: within 0.1
+    assert calc.check({"S_scaled": floats}).verdicts("S_scaled")[0].tolist() == ["correct"] * 3
     text = "A =\n" + "\n".join(" ".join(f"{x:.3f}" for x in row) for row in A)
     assert attncalc.load("woaini").check(text).all_correct  # and a plain-text worksheet
 

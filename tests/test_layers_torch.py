@@ -155,7 +155,7 @@ def _stack(raw, part):
 
 
 def _inputs(raw, tokens):
-    """E[tokens]·embed_scale (+ sinusoidal PE written from SPEC §2), as torch's [1, n, d] input."""
+    """E[tokens]·embed_scale (+ sinusoidal PE written from docs/conventions.md), as torch's [1, n, d] input."""
     x = np.asarray(raw["embedding"])[[VOCAB.index(t) for t in tokens]] * raw["embed_scale"]
     if raw["position"]["type"] == "sinusoidal":
         pos, i = np.arange(len(tokens))[:, None], np.arange(D // 2)[None]

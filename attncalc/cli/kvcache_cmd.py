@@ -1,4 +1,4 @@
-"""`attncalc kvcache CONFIG.json --tokens N [--batch B] [--dtype ...]` (SPEC §7): the KV cache of a real model.
+"""`attncalc kvcache CONFIG.json --tokens N [--batch B] [--dtype ...]` (docs/kvcache-config.md): the KV cache of a real model.
 
 The size comes from `attncalc.kvcache.kv_cache`; this module only writes it out term by term
 (where each number comes from in the config), with the shapes of one layer's tensors.
