@@ -46,6 +46,9 @@ def load(
     for key in request_fields:
         if key not in known or key in ("sets", "data", "stage"):
             raise TypeError(f"load() got an unexpected keyword argument {key!r}")
+    given = [x for x in (source, example, fixture, request_fields.get("document")) if x is not None]
+    if len(given) > 1:  # which one was meant is not ours to guess
+        raise InputError("source", "one of source, example=, fixture= or document=", f"{len(given)} of them")
     if stage is not None and stage not in STAGES:
         raise InputError("stage", "one of " + ", ".join(STAGES), repr(stage))
     request = Request(

@@ -86,6 +86,8 @@ def test_documents_paths_and_bad_sources(cli, tmp_path):
     assert attncalc.load(str(path)).names == attncalc.load("wochiyu").names
     with pytest.raises(attncalc.InputError, match="source.*'nowhere'"):
         attncalc.load("nowhere")
+    with pytest.raises(attncalc.InputError, match="one of source, example="):
+        attncalc.load("woaini", example="wochiyu")  # never one silently instead of the other
     with pytest.raises(TypeError, match="colour"):
         attncalc.load("woaini", colour=True)
 
