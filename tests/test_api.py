@@ -176,3 +176,11 @@ def test_the_api_from_a_fresh_interpreter(tmp_path):
     assert out["explain"].startswith("A[爱, 你] = e^2.045 / (e^2.196 + e^1.507 + e^2.045)")
     assert out["by_index"] == pytest.approx(0.364, abs=5e-4)
     assert out["generated"] == ["I", "love", "you", "</s>"]
+
+
+def test_the_pe_title_shows_the_base_it_computes_with(cli):
+    calc = attncalc.load("woaini", stage="pe", set={"position.base": 100})
+    assert calc.graph.node("PE").formula.startswith("PE[pos, 2i] = sin(pos/100^(2i/d))")
+    close(calc["PE"][1], [np.sin(1), np.cos(1), np.sin(1 / 10), np.cos(1 / 10)])  # 100^(2/4) = 10
+    out = cli("pe", "--example", "woaini", "--no-work", "-f", "table").stdout
+    assert out.startswith("PE[pos, 2i] = sin(pos/10000^(2i/d))")

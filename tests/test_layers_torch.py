@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 from conftest import doc
 
-from attncalc.core.build_layers import build
-from attncalc.core.fixture import Fixture
+import attncalc
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -190,8 +189,8 @@ def differences(raw, ours) -> dict:
 
 
 def graph_values(raw) -> dict:
-    g = build(Fixture(raw), "decoder")
-    return {k: g.value(k) for k in ("enc_out", "dec_out", "logits", "loss")}
+    calc = attncalc.load(raw, stage="decoder")
+    return {k: calc[k] for k in ("enc_out", "dec_out", "logits", "loss")}
 
 
 # ---------------------------------------------------------------- the comparisons

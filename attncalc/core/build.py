@@ -71,14 +71,14 @@ class Builder:
         fx, g = self.fx, self.g
         cols = dim_labels(self.d or 0)
         if self.position == "sinusoidal":
-            base = fx.number("position.base", 10000.0, positive=True)
+            pe = Sinusoidal(fx.number("position.base", 10000.0, positive=True), self.offset)
             g.add(
                 Node(
                     prefix + "PE",
-                    op=Sinusoidal(base, self.offset),
+                    op=pe,
                     inputs=(x,),
                     stage=stage,
-                    formula="PE[pos, 2i] = sin(pos/10000^(2i/d)), PE[pos, 2i+1] = cos(…)",
+                    formula=pe.formula,
                     rows=labels,
                     cols=cols,
                     about="pe",
