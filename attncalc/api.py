@@ -128,8 +128,10 @@ class Tensor(np.ndarray):
         return np.asarray(self)[key]
 
     def __rich__(self):
-        from attncalc.render.notebook import tensor_renderable
+        from attncalc.render.notebook import lines_renderable, tensor_renderable
 
+        if self.node is None:  # a view made by a NumPy method (`.T`, `.reshape`): its labels are unknown
+            return lines_renderable([repr(np.asarray(self))])
         return tensor_renderable(self.name, self.node, np.asarray(self))
 
     def _repr_mimebundle_(self, include=None, exclude=None):

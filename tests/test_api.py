@@ -136,6 +136,7 @@ def test_notebook_display_is_a_labelled_table():
     assert plain[1].split() == ["我", "爱", "你"]
     assert plain[3].split() == ["爱", "0.423", "0.213", "0.364"]
     assert "<pre" in bundle["text/html"] and "0.405" in bundle["text/html"] and "爱" in bundle["text/html"]
+    assert calc["A"].T._repr_mimebundle_()["text/plain"].startswith("array([[0.333")  # labels unknown: numbers
     explained = calc.explain("A", "爱", "你")._repr_mimebundle_()
     assert explained["text/plain"].startswith("A[爱, 你] = e^2.045")
 

@@ -27,9 +27,10 @@ def attention(q, k, v, mask=None):  # [n, d_k], [m, d_k], [m, d_v], [n, m] bool 
 
 
 def mha(x, w_q, w_k, w_v, w_o, n_head, n_kv_head=None, mask=None):  # [n, d] -> [n, d]
-    g = n_kv_head or n_head
+    n_kv_head = n_kv_head or n_head
+    share = n_head // n_kv_head  # query heads per key/value head (h/g)
     q, k, v = x @ w_q, x @ w_k, x @ w_v  # [n, h·d_k], [n, g·d_k], [n, g·d_v]
     qs = np.split(q, n_head, axis=-1)  # h × [n, d_k]
-    ks, vs = np.split(k, g, axis=-1), np.split(v, g, axis=-1)  # g × [n, d_k], g × [n, d_v]
-    heads = [attention(qs[i], ks[i // (n_head // g)], vs[i // (n_head // g)], mask) for i in range(n_head)]
+    ks, vs = np.split(k, n_kv_head, axis=-1), np.split(v, n_kv_head, axis=-1)  # g × [n, d_k], g × [n, d_v]
+    heads = [attention(qs[i], ks[i // share], vs[i // share], mask) for i in range(n_head)]
     return np.hstack(heads) @ w_o  # [n, h·d_v] @ [h·d_v, d] -> [n, d]
