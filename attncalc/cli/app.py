@@ -50,24 +50,6 @@ def main(
     """attncalc"""
 
 
-def make_request(*, stage, document, example, fixture, kind, scale, block, heads, kv_heads, sets, inline):
-    from attncalc.inputs.session import Request
-
-    return Request(
-        stage=stage,
-        example=example,
-        fixture=fixture,
-        document=document,
-        inline={k: v for k, v in inline.items() if v is not None},
-        sets=list(sets or []),
-        kind=kind,
-        scale=scale,
-        block=block,
-        heads=heads,
-        kv_heads=kv_heads,
-    )
-
-
 def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage"):
     """The options whose words are fixed (formats, mask kinds, languages), each list kept in one place."""
     from attncalc.core.names import MASK_KINDS
@@ -84,6 +66,7 @@ def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "
 
 def stage_command(stage: str):
     def command(
+        ctx: typer.Context,
         document: o.Document = None,
         example: o.Example = None,
         fixture: o.FixturePath = None,
@@ -117,19 +100,7 @@ def stage_command(stage: str):
             from attncalc.api import Calculation
             from attncalc.render.output import emit
 
-            req = make_request(
-                stage=stage,
-                document=document,
-                example=example,
-                fixture=fixture,
-                kind=kind,
-                scale=scale,
-                block=block,
-                heads=heads,
-                kv_heads=kv_heads,
-                sets=sets,
-                inline=dict(x=x, wq=wq, wk=wk, wv=wv, wo=wo, q=q, k=k, v=v, scores=scores, weights=weights),
-            )
+            req = o.request(ctx, stage)
             calc = Calculation(req)
             names = [n.strip() for n in only.split(",")] if only else None
             values = calc.values(None if cell else names)  # --only: compute (and hold) only those

@@ -43,6 +43,7 @@ SHOWN = 8  # wrong cells explained per tensor on screen (-f json has up to 100)
 def register(app: typer.Typer) -> None:
     @app.command("check")
     def check(
+        ctx: typer.Context,
         worksheet: Worksheet,
         example: o.Example = None,
         fixture: o.FixturePath = None,
@@ -66,7 +67,7 @@ def register(app: typer.Typer) -> None:
             from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
             from attncalc.inputs.document import dumps
-            from attncalc.inputs.session import Request, read_text
+            from attncalc.inputs.session import read_text
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, kind, lang, "check")
@@ -85,17 +86,7 @@ def register(app: typer.Typer) -> None:
                 )
             source = "<stdin>" if worksheet == "-" else worksheet
             sheets = parse_worksheet(read_text(worksheet), source)
-            req = Request(
-                stage=stage_for(sheets),
-                example=example,
-                fixture=fixture,
-                kind=kind,
-                scale=scale,
-                block=block,
-                heads=heads,
-                kv_heads=kv_heads,
-                sets=list(sets or []),
-            )
+            req = o.request(ctx, stage_for(sheets))
             calc = Calculation(req)
             report = calc.check(sheets, tol=tol, precision=precision).to_dict()
             out = resolve_format(fmt)

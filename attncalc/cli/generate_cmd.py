@@ -116,6 +116,7 @@ def _model(req):
 def register(app) -> None:
     @app.command("generate", help=HELP)
     def generate(
+        ctx: typer.Context,
         document: o.Document = None,
         example: o.Example = None,
         fixture: o.FixturePath = None,
@@ -137,14 +138,11 @@ def register(app) -> None:
         def run():
             from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
-            from attncalc.inputs.session import Request
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, None, lang)
             settings = _settings(max_new_tokens, strategy, temperature, top_k, top_p, seed, kv_cache)
-            req = Request(
-                stage="embed", example=example, fixture=fixture, document=document, sets=list(sets or []), scale=scale
-            )
+            req = o.request(ctx, "embed")
             session, model = _model(req)
             from attncalc.decoding import generate as run_generation
             from attncalc.render import steps as render

@@ -129,6 +129,26 @@ Scores = _inline("scores", "The scores entering this stage (softmax: its input).
 Weights = _inline("weights", "A, the attention weights (for attend).")
 
 
+def request(ctx: typer.Context, stage: str | None, **overrides):
+    """The `inputs.session.Request` of the running command, from every option that names a Request field
+    (`--example`, `--fixture`, `--kind`, `--set`, …) and the inline matrices (`--x`, `--wq`, …), so that no
+    command lists them again and a new Request field only needs its option."""
+    import dataclasses
+
+    from attncalc.inputs.session import TENSOR_OPTIONS, WEIGHT_OPTIONS, Request
+
+    params = ctx.params
+    fields = {f.name for f in dataclasses.fields(Request)} - {"stage", "inline", "sets"}
+    inline = {k: v for k, v in params.items() if (k in WEIGHT_OPTIONS or k in TENSOR_OPTIONS or k == "scores")}
+    given = {k: v for k, v in params.items() if k in fields}
+    return Request(
+        stage=stage,
+        inline={k: v for k, v in inline.items() if v is not None},
+        sets=list(params.get("sets") or []),
+        **{**given, **overrides},
+    )
+
+
 def quiet_blas_threads() -> None:
     """Before NumPy loads: OpenBLAS's worker threads spin ~0.1 s of CPU after start-up before they
     sleep, which a lone command never notices but a pipe of seven on two cores pays seven times.
