@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import random_block
 
 import attncalc
 
@@ -55,15 +56,7 @@ def test_block_equals_torch_multihead_attention(heads, kind, bias):
 def test_gqa_equals_sdpa_with_enable_gqa(heads, kv_heads):
     rng = np.random.default_rng(heads + kv_heads)
     n, d, dk = 6, 12, 4
-    raw = random_fixture(rng, n, d, heads, False)
-    raw["attention"] = {
-        "heads": heads,
-        "kv_heads": kv_heads,
-        "Wq": rng.normal(size=(d, heads * dk)),
-        "Wk": rng.normal(size=(d, kv_heads * dk)),
-        "Wv": rng.normal(size=(d, kv_heads * dk)),
-        "Wo": rng.normal(size=(heads * dk, d)),
-    }
+    raw = random_block(rng, n, d, heads, kv_heads, dk)
     calc = attncalc.load(raw, stage="attend", kind="causal")
     q, k, v = (torch.tensor(calc[t]).reshape(n, -1, dk).transpose(0, 1)[None] for t in ("Q", "K", "V"))
     o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)

@@ -3,32 +3,10 @@
 
 import numpy as np
 import pytest
+from conftest import random_block
 
 import attncalc
 from attncalc.core.reference import attention, mha, softmax
-
-
-def random_block(rng, n, d, heads, kv_heads, dk, pad_at=None):
-    vocab = [f"t{i}" for i in range(n)] + ["<pad>"]
-    source = vocab[:n]
-    if pad_at is not None:
-        source[pad_at] = "<pad>"
-    return {
-        "vocab": vocab,
-        "d_model": d,
-        "embedding": rng.normal(size=(len(vocab), d)),
-        "position": {"type": "sinusoidal"},
-        "source": source,
-        "special": {"pad": "<pad>"},
-        "attention": {
-            "heads": heads,
-            "kv_heads": kv_heads,
-            "Wq": rng.normal(size=(d, heads * dk)),
-            "Wk": rng.normal(size=(d, kv_heads * dk)),
-            "Wv": rng.normal(size=(d, kv_heads * dk)),
-            "Wo": rng.normal(size=(heads * dk, d)),
-        },
-    }
 
 
 @pytest.mark.parametrize("heads,kv_heads", [(1, 1), (2, 2), (4, 2), (4, 1)])
