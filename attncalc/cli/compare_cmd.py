@@ -10,7 +10,7 @@ carries a `*` (and is bold in colour); each tensor says its largest |Δ|. Tensor
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,35 +20,20 @@ from attncalc.core.names import STAGES
 Stage = Annotated[
     str, typer.Option("--stage", "-s", help="Compare every tensor up to this stage: " + "|".join(STAGES) + ".")
 ]
-LeftSet = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--left-set",
-        help="A change for the left side only: KEY=VALUE. Repeatable.",
-        rich_help_panel=o.MODEL,
-        show_default=False,
-    ),
-]
-RightSet = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--right-set",
-        help="A change for the right side only (as --set). Repeatable.",
-        rich_help_panel=o.MODEL,
-        show_default=False,
-    ),
-]
+LeftSet = o.optional(
+    "--left-set", help="A change for the left side only: KEY=VALUE. Repeatable.", panel=o.MODEL, kind=list[str]
+)
+RightSet = o.optional(
+    "--right-set", help="A change for the right side only (as --set). Repeatable.", panel=o.MODEL, kind=list[str]
+)
 Format = o.format_option("compare")
 Tol = Annotated[float, typer.Option("--tol", help="Cells differing by more than this are marked as changed.")]
-RightSetMain = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--set",
-        help="A change for the right side: KEY=VALUE (position.type=rope). Repeatable.",
-        rich_help_panel=o.MODEL,
-        show_default=False,
-    ),
-]
+RightSetMain = o.optional(
+    "--set",
+    help="A change for the right side: KEY=VALUE (position.type=rope). Repeatable.",
+    panel=o.MODEL,
+    kind=list[str],
+)
 
 
 def register(app: typer.Typer) -> None:
