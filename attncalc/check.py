@@ -1,4 +1,4 @@
-"""`check`: a learner's hand-computed tensors against the model's, cell by cell (SPEC §6).
+"""`check`: a learner's hand-computed tensors against the model's, cell by cell (docs/worksheet.md).
 
 Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
 
@@ -36,7 +36,7 @@ from attncalc.render.text import expansion_lines
 from attncalc.tolerance import tolerances
 
 NEG_INF = {"-inf", "−inf", "-∞", "−∞", "-infinity"}
-_NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
+NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
 _HEADER = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?:\[\s*(\d+)\s*\])?\s*=(.*)")
 MISTAKES = {
     "columns": "softmax over columns instead of rows",
@@ -72,7 +72,7 @@ class Sheet:
 
 def tolerance_of(text: str) -> float:
     """10^-decimals for a decimal number, 0.5 for an integer (see the module docstring)."""
-    m = _NUMBER.fullmatch(text.strip().replace("−", "-"))
+    m = NUMBER.fullmatch(text.strip().replace("−", "-"))
     if not m:
         return 0.0
     decimals = len(m.group(2) or m.group(3) or "") - int(m.group(4) or 0)
@@ -85,7 +85,7 @@ def _cell(v, where: str, text_ok: bool = False):
         return -math.inf, v
     if isinstance(v, str) and text_ok:
         t = v.strip().replace("−", "-")
-        if _NUMBER.fullmatch(t):
+        if NUMBER.fullmatch(t):
             return float(t), t
     if isinstance(v, float) and not isinstance(v, bool):
         text = getattr(v, "text", repr(v))
@@ -392,7 +392,7 @@ def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, prec
                     "verdict": str(verdicts[idx]),
                     "yours": jsonable(y[idx]),
                     "written": str(sheet.text[idx]),
-                    "tolerance": float(t[idx]),
+                    "tolerance": round(float(t[idx]), 12),
                     "correct": jsonable(truth[idx]),
                     "from_yours": jsonable(step[idx]) if fed else None,
                     "work": expansion_lines(graph.explain(name, idx), precision),
@@ -405,7 +405,7 @@ def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, prec
             "verdicts": verdicts.tolist(),
             "yours": jsonable(y),
             "written": sheet.text.tolist(),
-            "tolerance": t.tolist(),
+            "tolerance": np.round(t, 12).tolist(),  # no float noise (0.0124999…) in a report
             "correct": jsonable(truth),
             "from_yours": jsonable(step) if fed else None,
             "mistake": mistake(graph, yours, name, y, truth, step, t, slip) if slip.any() else None,

@@ -1,4 +1,4 @@
-"""Generation one token at a time (SPEC §8, §9): sampling warpers, a cached decoding step, the loop.
+"""Generation one token at a time (docs/commands.md, docs/document.md): sampling warpers, a cached decoding step, the loop.
 
 Each step builds a small graph for the new row only (`decoder_graph` with the Builder's position
 `offset` and its `extend_kv` hook): embedding and position at offset t, per layer Q of the new

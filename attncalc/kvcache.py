@@ -1,4 +1,4 @@
-"""KV-cache size from a Hugging Face config.json (attncalc SPEC §7).
+"""KV-cache size from a Hugging Face config.json (docs/kvcache-config.md).
 
     bytes = 2 × layers × kv_heads × head_dim × tokens × batch × bytes_per_value
 

@@ -126,8 +126,6 @@ def open_walk(example=None, fixture=None, sets=(), lang="en", start=None, end=No
     elif hi == len(STAGES):
         try:
             walk.screens += generation_screens(session, lang, precision)
-        except ImportError:  # decoding comes with its own issue
-            walk.notes.append(texts.ui("no_generate", lang))
         except InputError as e:
             walk.notes.append(texts.ui("stopped", lang, stage=STAGES[k], name=name, reason=str(e)))
     return walk

@@ -1,4 +1,4 @@
-"""Shared test helpers: the CLI through Typer's runner, with colour off and a fixed width."""
+"""Shared test helpers: the CLI through Typer's runner, with colour off and a fixed width; a random attention block."""
 
 import json
 
@@ -26,3 +26,27 @@ def doc(result) -> dict:
     """The one JSON document a command wrote on stdout (strict: NaN/Infinity would fail)."""
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+
+
+def random_block(rng, n, d, heads, kv_heads, dk, pad_at=None):
+    """A fixture of one attention block over n tokens (token `pad_at` the pad), weights as NumPy arrays."""
+    vocab = [f"t{i}" for i in range(n)] + ["<pad>"]
+    source = vocab[:n]
+    if pad_at is not None:
+        source[pad_at] = "<pad>"
+    return {
+        "vocab": vocab,
+        "d_model": d,
+        "embedding": rng.normal(size=(len(vocab), d)),
+        "position": {"type": "sinusoidal"},
+        "source": source,
+        "special": {"pad": "<pad>"},
+        "attention": {
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "Wq": rng.normal(size=(d, heads * dk)),
+            "Wk": rng.normal(size=(d, kv_heads * dk)),
+            "Wv": rng.normal(size=(d, kv_heads * dk)),
+            "Wo": rng.normal(size=(heads * dk, d)),
+        },
+    }

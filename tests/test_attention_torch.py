@@ -2,10 +2,9 @@
 
 import numpy as np
 import pytest
+from conftest import random_block
 
-from attncalc.core.build import Options
-from attncalc.core.build_layers import build
-from attncalc.core.fixture import Fixture
+import attncalc
 
 torch = pytest.importorskip("torch")
 
@@ -15,14 +14,14 @@ def random_fixture(rng, n, d, heads, bias, pad_at=None):
     fx = {
         "vocab": vocab,
         "d_model": d,
-        "embedding": rng.normal(size=(len(vocab), d)).tolist(),
+        "embedding": rng.normal(size=(len(vocab), d)),
         "position": {"type": "sinusoidal"},
         "source": vocab[:n],
         "special": {"pad": "<pad>"},
-        "attention": {"heads": heads, **{w: rng.normal(size=(d, d)).tolist() for w in ("Wq", "Wk", "Wv", "Wo")}},
+        "attention": {"heads": heads, **{w: rng.normal(size=(d, d)) for w in ("Wq", "Wk", "Wv", "Wo")}},
     }
     if bias:
-        fx["attention"].update({b: rng.normal(size=d).tolist() for b in ("bq", "bk", "bv", "bo")})
+        fx["attention"].update({b: rng.normal(size=d) for b in ("bq", "bk", "bv", "bo")})
     if pad_at is not None:
         fx["source"][pad_at] = "<pad>"
     return fx
@@ -35,7 +34,7 @@ def test_block_equals_torch_multihead_attention(heads, kind, bias):
     rng = np.random.default_rng(heads * 10 + len(kind) + bias)
     n, d = 5, 8
     raw = random_fixture(rng, n, d, heads, bias, pad_at=3 if kind == "padding" else None)
-    g = build(Fixture(raw), "attend", Options(kind=kind))
+    calc = attncalc.load(raw, stage="attend", kind=kind)
     att = raw["attention"]
     mha = torch.nn.MultiheadAttention(d, heads, bias=bias, batch_first=True, dtype=torch.float64)
     with torch.no_grad():  # torch stores [out, in]: the transpose of a fixture's x·W weights
@@ -44,12 +43,12 @@ def test_block_equals_torch_multihead_attention(heads, kind, bias):
         if bias:
             mha.in_proj_bias.copy_(torch.tensor(np.concatenate([att[b] for b in ("bq", "bk", "bv")])))
             mha.out_proj.bias.copy_(torch.tensor(att["bo"], dtype=torch.float64))
-    h = torch.tensor(g.value("H"))[None]
+    h = torch.tensor(calc["H"])[None]
     attn_mask = torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if kind == "causal" else None
     pad = torch.tensor([[t == "<pad>" for t in raw["source"]]]) if kind == "padding" else None
     z, weights = mha(h, h, h, attn_mask=attn_mask, key_padding_mask=pad, average_attn_weights=False)
-    np.testing.assert_allclose(g.value("Z"), z[0].detach().numpy(), atol=1e-12)
-    a = g.value("A")
+    np.testing.assert_allclose(calc["Z"], z[0].detach().numpy(), atol=1e-12)
+    a = calc["A"]
     np.testing.assert_allclose(a if heads > 1 else a[None], weights[0].detach().numpy(), atol=1e-12)
 
 
@@ -57,19 +56,11 @@ def test_block_equals_torch_multihead_attention(heads, kind, bias):
 def test_gqa_equals_sdpa_with_enable_gqa(heads, kv_heads):
     rng = np.random.default_rng(heads + kv_heads)
     n, d, dk = 6, 12, 4
-    raw = random_fixture(rng, n, d, heads, False)
-    raw["attention"] = {
-        "heads": heads,
-        "kv_heads": kv_heads,
-        "Wq": rng.normal(size=(d, heads * dk)).tolist(),
-        "Wk": rng.normal(size=(d, kv_heads * dk)).tolist(),
-        "Wv": rng.normal(size=(d, kv_heads * dk)).tolist(),
-        "Wo": rng.normal(size=(heads * dk, d)).tolist(),
-    }
-    g = build(Fixture(raw), "attend", Options(kind="causal"))
-    q, k, v = (torch.tensor(g.value(t)).reshape(n, -1, dk).transpose(0, 1)[None] for t in ("Q", "K", "V"))
+    raw = random_block(rng, n, d, heads, kv_heads, dk)
+    calc = attncalc.load(raw, stage="attend", kind="causal")
+    q, k, v = (torch.tensor(calc[t]).reshape(n, -1, dk).transpose(0, 1)[None] for t in ("Q", "K", "V"))
     o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-    np.testing.assert_allclose(g.value("O"), o[0].transpose(0, 1).reshape(n, heads * dk).numpy(), atol=1e-12)
+    np.testing.assert_allclose(calc["O"], o[0].transpose(0, 1).reshape(n, heads * dk).numpy(), atol=1e-12)
 
 
 def test_softmax_equals_torch_on_extreme_scores():

@@ -1,4 +1,4 @@
-"""Generation (SPEC §8, §9): sampling warpers on hand-made vectors and against Hugging Face's, greedy decoding
+"""Generation (docs/commands.md, docs/document.md): sampling warpers on hand-made vectors and against Hugging Face's, greedy decoding
 against a PyTorch loop over the same weights, the KV cache against recomputing every step, and the CLI."""
 
 import json

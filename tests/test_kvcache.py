@@ -1,4 +1,4 @@
-"""Tests for attncalc.kvcache (SPEC §7) against published config.json files in tests/configs/.
+"""Tests for attncalc.kvcache (docs/kvcache-config.md) against published config.json files in tests/configs/.
 
 Every expected byte count below was multiplied out by hand in the comment next to it
 (bytes = 2 × layers × kv_heads × head_dim × tokens × batch × bytes_per_value).

@@ -1,4 +1,4 @@
-"""`attncalc kvcache CONFIG.json --tokens N` through the CLI on published configs (SPEC §7).
+"""`attncalc kvcache CONFIG.json --tokens N` through the CLI on published configs (docs/kvcache-config.md).
 
 Every expected figure is multiplied out by hand next to it:
 bytes = 2 × layers × kv_heads × head_dim × tokens × batch × bytes_per_value.

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 from conftest import doc
 
-from attncalc.core.build_layers import build
-from attncalc.core.fixture import Fixture
+import attncalc
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -155,7 +154,7 @@ def _stack(raw, part):
 
 
 def _inputs(raw, tokens):
-    """E[tokens]·embed_scale (+ sinusoidal PE written from SPEC §2), as torch's [1, n, d] input."""
+    """E[tokens]·embed_scale (+ sinusoidal PE written from docs/conventions.md), as torch's [1, n, d] input."""
     x = np.asarray(raw["embedding"])[[VOCAB.index(t) for t in tokens]] * raw["embed_scale"]
     if raw["position"]["type"] == "sinusoidal":
         pos, i = np.arange(len(tokens))[:, None], np.arange(D // 2)[None]
@@ -190,8 +189,8 @@ def differences(raw, ours) -> dict:
 
 
 def graph_values(raw) -> dict:
-    g = build(Fixture(raw), "decoder")
-    return {k: g.value(k) for k in ("enc_out", "dec_out", "logits", "loss")}
+    calc = attncalc.load(raw, stage="decoder")
+    return {k: calc[k] for k in ("enc_out", "dec_out", "logits", "loss")}
 
 
 # ---------------------------------------------------------------- the comparisons

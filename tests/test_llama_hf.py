@@ -129,7 +129,7 @@ def test_logits_and_loss_match_llama(make):
     np.testing.assert_allclose(g.value("logits"), logits, rtol=0, atol=TOL)
     # the residual stream after layer 0 (pre-norm: D2 = D1 + FFN(N2), D1 = D + attention(N1))
     np.testing.assert_allclose(g.value("dec.0.D2"), out.hidden_states[1][0].numpy(), rtol=0, atol=TOL)
-    # loss over the target positions only (each predicts the next token), SPEC §9
+    # loss over the target positions only (each predicts the next token), docs/conventions.md
     start = len(raw["source"]) - 1
     ref = torch.nn.functional.cross_entropy(out.logits[0, start:-1], ids(raw, tokens)[0, start + 1 :])
     assert abs(float(g.value("loss")) - float(ref)) < TOL

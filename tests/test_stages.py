@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import doc
 
-# Hand-computed for woaini (SPEC §4): H = E[tokens] + sinusoidal PE, d = 4.
+# Hand-computed for woaini (docs/fixture.md): H = E[tokens] + sinusoidal PE, d = 4.
 H = [[1.0, 1.0, 1.0, 1.0], [0.841, 1.540, 0.010, 2.000], [1.909, 0.584, 0.020, 1.000]]
 Q = [[1.0, 1.0, 1.0, 1.0], [0.426, 1.770, 0.426, 1.770], [0.965, 0.792, 0.965, 0.792]]
 S_SCALED_ROW0 = [2.000, 2.196, 1.756]  # (Q·Kᵀ)/√4

@@ -1,7 +1,7 @@
 """RoPE (both layouts, every scaling), ALiBi and GQA/MQA through attncalc's graph, against PyTorch and
 Hugging Face transformers as independent references.
 
-attncalc side: a fixture → `build_layers.build` → `graph.value("Q_rope" | "K_rope" | "A" | "O" | …)`,
+attncalc side: a fixture (NumPy arrays) → `attncalc.load(raw)["Q_rope" | "K_rope" | "A" | "O" | …]`,
 exactly what the CLI computes. Reference side:
 - RoPE: transformers' LlamaRotaryEmbedding (the rope init functions of `modeling_rope_utils`,
   including dynamic growth and YaRN's attention factor) with `modeling_llama.apply_rotary_pos_emb`
@@ -25,9 +25,7 @@ from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # noqa:
 from transformers.models.gptj.modeling_gptj import apply_rotary_pos_emb as gptj_rotate  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb  # noqa: E402
 
-from attncalc.core.build import Options  # noqa: E402
-from attncalc.core.build_layers import build  # noqa: E402
-from attncalc.core.fixture import Fixture  # noqa: E402
+import attncalc  # noqa: E402
 
 F = torch.nn.functional
 EXACT, FLOAT32 = 1e-9, 1e-6
@@ -37,11 +35,11 @@ def fixture(n=6, d=12, heads=4, kv_heads=2, dk=4, position=None, seed=0):
     """A random attention block over n tokens (H = X unless the position says otherwise); Q, K, V of order 1."""
     rng = np.random.default_rng(seed)
     vocab = [f"t{i}" for i in range(n)]
-    w = lambda rows, cols: (rng.normal(size=(rows, cols)) / math.sqrt(rows)).tolist()  # noqa: E731
+    w = lambda rows, cols: rng.normal(size=(rows, cols)) / math.sqrt(rows)  # noqa: E731
     return {
         "vocab": vocab,
         "d_model": d,
-        "embedding": rng.normal(size=(n, d)).tolist(),
+        "embedding": rng.normal(size=(n, d)),
         "source": vocab,
         "position": position or {"type": "none"},
         "attention": {
@@ -56,8 +54,8 @@ def fixture(n=6, d=12, heads=4, kv_heads=2, dk=4, position=None, seed=0):
 
 
 def run(raw, kind=None):
-    g = build(Fixture(raw, "test"), "attend", Options(kind=kind))
-    return lambda name: g.value(name)
+    calc = attncalc.load(raw, stage="attend", kind=kind)
+    return lambda name: calc[name]
 
 
 def heads_of(x, h):

@@ -50,37 +50,23 @@ def main(
     """attncalc"""
 
 
-def make_request(stage, document, example, fixture, kind, scale, block, heads, kv_heads, sets, inline):
-    from attncalc.inputs.session import Request
-
-    return Request(
-        stage=stage,
-        example=example,
-        fixture=fixture,
-        document=document,
-        inline={k: v for k, v in inline.items() if v is not None},
-        sets=list(sets or []),
-        kind=kind,
-        scale=scale,
-        block=block,
-        heads=heads,
-        kv_heads=kv_heads,
-    )
-
-
-def check_choices(fmt: str, kind: str | None, lang: str | None):
+def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage"):
+    """The options whose words are fixed (formats, mask kinds, languages), each list kept in one place."""
+    from attncalc.core.names import MASK_KINDS
     from attncalc.errors import InputError
+    from attncalc.render import formats
+    from attncalc.texts import LANGS
 
-    if fmt not in ("auto", "table", "json", "markdown", "latex"):
-        raise InputError("--format", "auto, table, json, markdown or latex", repr(fmt))
-    if kind is not None and kind not in ("none", "causal", "padding", "causal+padding"):
-        raise InputError("--kind", "none, causal, padding or causal+padding", repr(kind))
-    if lang is not None and lang not in ("en", "zh"):
-        raise InputError("--lang", "en or zh", repr(lang))
+    formats.check(fmt, command)
+    if kind is not None and kind not in MASK_KINDS:
+        raise InputError("--kind", formats.one_of(MASK_KINDS), repr(kind))
+    if lang is not None and lang not in LANGS:
+        raise InputError("--lang", formats.one_of(LANGS), repr(lang))
 
 
 def stage_command(stage: str):
     def command(
+        ctx: typer.Context,
         document: o.Document = None,
         example: o.Example = None,
         fixture: o.FixturePath = None,
@@ -111,25 +97,13 @@ def stage_command(stage: str):
         def run():
             check_choices(fmt, kind, lang)
             o.quiet_blas_threads()
-            from attncalc.inputs.session import evaluate, open_session
+            from attncalc.api import Calculation
             from attncalc.render.output import emit
 
-            req = make_request(
-                stage,
-                document,
-                example,
-                fixture,
-                kind,
-                scale,
-                block,
-                heads,
-                kv_heads,
-                sets,
-                dict(x=x, wq=wq, wk=wk, wv=wv, wo=wo, q=q, k=k, v=v, scores=scores, weights=weights),
-            )
-            session = open_session(req)
+            req = o.request(ctx, stage)
+            calc = Calculation(req)
             names = [n.strip() for n in only.split(",")] if only else None
-            values = evaluate(session, None if cell else names)  # --only: compute (and hold) only those
+            values = calc.values(None if cell else names)  # --only: compute (and hold) only those
             if not values:
                 from attncalc.errors import InputError
 
@@ -139,11 +113,11 @@ def stage_command(stage: str):
                     "the inline matrices of --help)",
                     "only " + ", ".join(req.inline or ["nothing"]),
                 )
-            for message in session.graph.warnings:
+            for message in calc.warnings:
                 import sys
 
                 sys.stderr.write(f"attncalc: warning: {message}\n")
-            emit(session, values, fmt, precision, work, cell, names)
+            emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
             o.release_stdout()
 
         o.guarded(run, debug)
@@ -157,7 +131,7 @@ for _stage in STAGE_HELP:
 
 
 @app.command("examples")
-def examples(fmt: o.Format = "auto"):
+def examples(fmt: o.format_option("examples") = "auto"):
     """List the bundled examples."""
 
     def run():
@@ -165,6 +139,9 @@ def examples(fmt: o.Format = "auto"):
         import sys
 
         from attncalc.inputs.examples import example_names, load_example
+        from attncalc.render import formats
+
+        formats.check(fmt, "examples")
 
         rows = [(n, load_example(n).get("description", "")) for n in example_names()]
         if fmt == "json" or fmt == "auto" and not sys.stdout.isatty():
@@ -176,7 +153,15 @@ def examples(fmt: o.Format = "auto"):
     o.guarded(run, False)
 
 
-from attncalc.cli import check_cmd, compare_cmd, cost_cmd, generate_cmd, kvcache_cmd, walk_cmd  # noqa: E402 (need `app`)
+from attncalc.cli import check_cmd, compare_cmd, cost_cmd, generate_cmd, kvcache_cmd, schema_cmd, walk_cmd  # noqa: E402
 
-for _module in (generate_cmd, walk_cmd, check_cmd, kvcache_cmd, cost_cmd, compare_cmd):
+for _module in (
+    generate_cmd,
+    walk_cmd,
+    check_cmd,
+    kvcache_cmd,
+    cost_cmd,
+    compare_cmd,
+    schema_cmd,
+):  # after `app` exists
     _module.register(app)

@@ -1,4 +1,4 @@
-"""`attncalc check WORKSHEET`: your own hand-computed matrices against the model's (SPEC §6).
+"""`attncalc check WORKSHEET`: your own hand-computed matrices against the model's (docs/worksheet.md).
 
 The logic is in `attncalc/check.py`, the report's drawing in `attncalc/render/check_view.py`; this
 module parses the command line. NumPy and Rich are imported only inside the command body.
@@ -37,10 +37,11 @@ Tol = Annotated[
 def register(app: typer.Typer) -> None:
     @app.command("check")
     def check(
+        ctx: typer.Context,
         worksheet: Worksheet,
         example: o.Example = None,
         fixture: o.FixturePath = None,
-        fmt: o.Format = "auto",
+        fmt: o.format_option("check") = "auto",
         precision: o.Precision = 3,
         tol: Tol = None,
         lang: o.Lang = None,
@@ -55,17 +56,15 @@ def register(app: typer.Typer) -> None:
         """Check your own hand-computed matrices: each cell correct, carried forward, or a slip."""
 
         def run():
-            from attncalc.check import check as check_sheets
+            from attncalc.api import Calculation
             from attncalc.check import parse_worksheet, stage_for
             from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
             from attncalc.inputs.document import dumps
-            from attncalc.inputs.session import Request, open_session, read_text
+            from attncalc.inputs.session import read_text
             from attncalc.render.output import resolve_format
 
-            check_choices(fmt, kind, lang)
-            if fmt == "latex":
-                raise InputError("--format", "auto, table, json or markdown for check", repr(fmt))
+            check_choices(fmt, kind, lang, "check")
             if worksheet == "-" and not (example or fixture):
                 raise InputError(
                     "WORKSHEET",
@@ -81,30 +80,20 @@ def register(app: typer.Typer) -> None:
                 )
             source = "<stdin>" if worksheet == "-" else worksheet
             sheets = parse_worksheet(read_text(worksheet), source)
-            req = Request(
-                stage=stage_for(sheets),
-                example=example,
-                fixture=fixture,
-                kind=kind,
-                scale=scale,
-                block=block,
-                heads=heads,
-                kv_heads=kv_heads,
-                sets=list(sets or []),
-            )
-            session = open_session(req)
-            report = check_sheets(session.graph, sheets, tol, precision)
+            req = o.request(ctx, stage_for(sheets))
+            calc = Calculation(req)
+            report = calc.check(sheets, tol=tol, precision=precision).to_dict()
             out = resolve_format(fmt)
             if out == "json":
                 sys.stdout.write(dumps(report) + "\n")
             elif out == "markdown":
                 from attncalc.render.check_view import markdown
 
-                sys.stdout.write(markdown(session.graph, report, precision) + "\n")
+                sys.stdout.write(markdown(calc.graph, report, precision) + "\n")
             else:
                 from attncalc.render.check_view import draw
 
-                draw(session.graph, report, precision)
+                draw(calc.graph, report, precision)
             if report["summary"]["carried"] or report["summary"]["slip"]:
                 raise typer.Exit(1)
 

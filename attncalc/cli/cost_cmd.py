@@ -90,11 +90,11 @@ def register(app: typer.Typer) -> None:
         """What serving a model costs: parameters, memory, TTFT, TPOT and tokens/s, term by term."""
 
         def run():
-            check_sizing_options(fmt, lang)
+            check_sizing_options(fmt, lang, "cost")
             from attncalc.cost import serving_cost
             from attncalc.inputs.model_config import read_model_config
             from attncalc.render import cost_view, sizing
-            from attncalc.render.format_choice import resolve_format
+            from attncalc.render.formats import resolve as resolve_format
 
             chosen = pick_hardware(gpu, bandwidth, flops, memory)
             cfg = read_model_config(config)

@@ -1,4 +1,4 @@
-"""`attncalc generate`: decode one token at a time, greedy or sampled, with the KV cache shown (SPEC §8, §9)."""
+"""`attncalc generate`: decode one token at a time, greedy or sampled, with the KV cache shown (docs/commands.md)."""
 
 from __future__ import annotations
 
@@ -105,25 +105,18 @@ def _settings(max_new, strategy, temperature, top_k, top_p, seed, kv_cache):
     return s
 
 
-def _model(req, scale):
+def _model(req):
     """Load the input as the stage commands do (--set, documents); the model runs its encoder once."""
-    from attncalc.core.build import Options
-    from attncalc.decoding import Model
-    from attncalc.errors import InputError
-    from attncalc.inputs.session import open_session
+    from attncalc.api import Calculation
 
-    session = open_session(req)
-    if not session.strict:
-        raise InputError(
-            "input", "a fixture with a decoder (--example woaini, --fixture FILE or a document)", "only inline matrices"
-        )
-    prefix = "" if req.example or req.fixture else "fixture."
-    return session, Model(session.fixture, session.source, prefix, Options(scale=scale), session.passthrough)
+    calc = Calculation(req)
+    return calc.session, calc.decoder_model()
 
 
 def register(app) -> None:
     @app.command("generate", help=HELP)
     def generate(
+        ctx: typer.Context,
         document: o.Document = None,
         example: o.Example = None,
         fixture: o.FixturePath = None,
@@ -145,15 +138,12 @@ def register(app) -> None:
         def run():
             from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
-            from attncalc.inputs.session import Request
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, None, lang)
             settings = _settings(max_new_tokens, strategy, temperature, top_k, top_p, seed, kv_cache)
-            req = Request(
-                stage="embed", example=example, fixture=fixture, document=document, sets=list(sets or []), scale=scale
-            )
-            session, model = _model(req, scale)
+            req = o.request(ctx, "embed")
+            session, model = _model(req)
             from attncalc.decoding import generate as run_generation
             from attncalc.render import steps as render
 

@@ -1,4 +1,4 @@
-"""`attncalc kvcache CONFIG --tokens N [--batch B] [--dtype ...]` (SPEC §7): the KV cache of a real model.
+"""`attncalc kvcache CONFIG --tokens N [--batch B] [--dtype ...]` (docs/kvcache-config.md): a real model's KV cache.
 
 The size comes from `attncalc.kvcache.kv_cache`, the report from `attncalc.render.kvcache_view`;
 this module only parses, loads and prints.
@@ -29,16 +29,15 @@ Config = Annotated[
         show_default=False,
     ),
 ]
-SIZING_FORMATS = ("auto", "table", "json", "markdown", "latex")
 
 
-def check_sizing_options(fmt: str, lang: str | None) -> None:
+def check_sizing_options(fmt: str, lang: str | None, command: str) -> None:
     """--format and --lang of the sizing commands (kvcache, cost); sets the language."""
     from attncalc import texts
     from attncalc.errors import InputError
+    from attncalc.render import formats
 
-    if fmt not in SIZING_FORMATS:
-        raise InputError("--format", ", ".join(SIZING_FORMATS[:-1]) + " or latex", repr(fmt))
+    formats.check(fmt, command)
     if lang is not None and lang not in texts.LANGS:
         raise InputError("--lang", " or ".join(texts.LANGS), repr(lang))
     texts.use(lang)
@@ -58,11 +57,11 @@ def register(app: typer.Typer) -> None:
         """Shapes and KV-cache size of a real model from its config.json, term by term."""
 
         def run():
-            check_sizing_options(fmt, lang)
+            check_sizing_options(fmt, lang, "kvcache")
             from attncalc.inputs.model_config import read_model_config
             from attncalc.kvcache import kv_cache
             from attncalc.render import kvcache_view, sizing
-            from attncalc.render.format_choice import resolve_format
+            from attncalc.render.formats import resolve as resolve_format
 
             cfg = read_model_config(config)
             r = kv_cache(cfg, tokens, batch, dtype, source=config)

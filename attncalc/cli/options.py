@@ -8,117 +8,89 @@ from typing import Annotated, Optional
 
 import typer
 
+from attncalc import texts
+from attncalc.core.names import MASK_KINDS
+from attncalc.render import formats
+
 INPUT = "Input"
 OUTPUT = "Output"
 MODEL = "Model"
 INLINE = "Inline matrices (calculator use, no file)"
 
+
+def optional(*flags: str, help: str, panel: str | None = None, kind: type = str, **limits):
+    """An option that is None unless given (so no default is shown), in the help panel `panel`."""
+    return Annotated[
+        Optional[kind], typer.Option(*flags, help=help, rich_help_panel=panel, show_default=False, **limits)
+    ]
+
+
 Document = Annotated[
     Optional[str], typer.Argument(help="A pipe document or fixture (JSON); - reads stdin.", show_default=False)
 ]
-Example = Annotated[
-    Optional[str],
-    typer.Option(
-        "--example", "-e", help="A bundled example: woaini, wochiyu, …", rich_help_panel=INPUT, show_default=False
-    ),
-]
-FixturePath = Annotated[
-    Optional[str],
-    typer.Option("--fixture", help="A fixture file (JSON, SPEC §3).", rich_help_panel=INPUT, show_default=False),
-]
-Format = Annotated[
-    str,
-    typer.Option(
-        "--format",
-        "-f",
-        help="auto|table|json|markdown|latex (auto: tables on a terminal, JSON in a pipe).",
-        rich_help_panel=OUTPUT,
-    ),
-]
+Example = optional("--example", "-e", help="A bundled example: woaini, wochiyu, …", panel=INPUT)
+FixturePath = optional("--fixture", help="A fixture file (JSON, docs/fixture.md).", panel=INPUT)
+
+
+def format_option(command: str = "stage"):
+    """`-f/--format` with the formats this command offers (render/formats.py) in its help."""
+    return Annotated[str, typer.Option("--format", "-f", help=formats.option_help(command), rich_help_panel=OUTPUT)]
+
+
+Format = format_option("stage")
 Precision = Annotated[
     int,
     typer.Option("--precision", "-p", min=0, max=12, help="Decimals shown (JSON keeps all).", rich_help_panel=OUTPUT),
 ]
-Work = Annotated[
-    Optional[bool],
-    typer.Option(
-        "--work/--no-work",
-        help="Write out every cell's arithmetic (default: on up to 64 cells).",
-        rich_help_panel=OUTPUT,
-        show_default=False,
-    ),
-]
-Cell = Annotated[
-    Optional[str],
-    typer.Option(
-        "--cell",
-        help="Explain one cell: ROW,COL (indices or tokens, --cell 爱,我), HEAD,ROW,COL, or TENSOR:ROW,COL.",
-        rich_help_panel=OUTPUT,
-        show_default=False,
-    ),
-]
-Only = Annotated[
-    Optional[str],
-    typer.Option("--only", help="Keep only these tensors, e.g. A,O.", rich_help_panel=OUTPUT, show_default=False),
-]
-Lang = Annotated[
-    Optional[str],
-    typer.Option(
-        "--lang", help="en|zh for explanations (default from LANG).", rich_help_panel=OUTPUT, show_default=False
-    ),
-]
-Kind = Annotated[
-    Optional[str],
-    typer.Option("--kind", help="Mask: none|causal|padding|causal+padding.", rich_help_panel=MODEL, show_default=False),
-]
-Scale = Annotated[
-    Optional[float],
-    typer.Option("--scale", help="Score scale (default 1/√d_k).", rich_help_panel=MODEL, show_default=False),
-]
-Block = Annotated[
-    Optional[str],
-    typer.Option(
-        "--block",
-        help="Attention block, e.g. decoder.layers[0].cross_attention.",
-        rich_help_panel=MODEL,
-        show_default=False,
-    ),
-]
-Heads = Annotated[
-    Optional[int], typer.Option("--heads", min=1, help="Query heads.", rich_help_panel=MODEL, show_default=False)
-]
-KvHeads = Annotated[
-    Optional[int],
-    typer.Option(
-        "--kv-heads", min=1, help="Key/value heads (GQA; 1 = MQA).", rich_help_panel=MODEL, show_default=False
-    ),
-]
-Set = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--set",
-        help="Change a fixture field: KEY=VALUE (position.type=rope). Repeatable.",
-        rich_help_panel=MODEL,
-        show_default=False,
-    ),
-]
+Work = optional(
+    "--work/--no-work", help="Write out every cell's arithmetic (default: on up to 64 cells).", panel=OUTPUT, kind=bool
+)
+Cell = optional(
+    "--cell",
+    help="Explain one cell: ROW,COL (indices or tokens, --cell 爱,我), HEAD,ROW,COL, or TENSOR:ROW,COL.",
+    panel=OUTPUT,
+)
+Only = optional("--only", help="Keep only these tensors, e.g. A,O.", panel=OUTPUT)
+Lang = optional("--lang", help="|".join(texts.LANGS) + " for explanations (default from LANG).", panel=OUTPUT)
+Kind = optional("--kind", help="Mask: " + "|".join(MASK_KINDS) + ".", panel=MODEL)
+Scale = optional("--scale", help="Score scale (default 1/√d_k).", panel=MODEL, kind=float)
+Block = optional("--block", help="Attention block, e.g. decoder.layers[0].cross_attention.", panel=MODEL)
+Heads = optional("--heads", help="Query heads.", panel=MODEL, kind=int, min=1)
+KvHeads = optional("--kv-heads", help="Key/value heads (GQA; 1 = MQA).", panel=MODEL, kind=int, min=1)
+Set = optional(
+    "--set", help="Change a fixture field: KEY=VALUE (position.type=rope). Repeatable.", panel=MODEL, kind=list[str]
+)
 Debug = Annotated[bool, typer.Option("--debug", help="Show the Python traceback of an error.", hidden=True)]
+X = optional("--x", help='X, the input rows ("0.8 0.1 -0.2 0.4").', panel=INLINE)
+Wq = optional("--wq", help='Wq, [d_model, heads·d_k] ("0.5 0.1; 0.2 -0.3; …").', panel=INLINE)
+Wk = optional("--wk", help="Wk, [d_model, kv_heads·d_k].", panel=INLINE)
+Wv = optional("--wv", help="Wv, [d_model, kv_heads·d_v].", panel=INLINE)
+Wo = optional("--wo", help="Wo, [heads·d_v, d_model].", panel=INLINE)
+Q = optional("--q", help="Q, given directly.", panel=INLINE)
+K = optional("--k", help="K, given directly.", panel=INLINE)
+V = optional("--v", help="V, given directly.", panel=INLINE)
+Scores = optional("--scores", help="The scores entering this stage (softmax: its input).", panel=INLINE)
+Weights = optional("--weights", help="A, the attention weights (for attend).", panel=INLINE)
 
 
-def _inline(name: str, what: str):
-    return Annotated[Optional[str], typer.Option(f"--{name}", help=what, rich_help_panel=INLINE, show_default=False)]
+def request(ctx: typer.Context, stage: str | None, **overrides):
+    """The `inputs.session.Request` of the running command, from every option that names a Request field
+    (`--example`, `--fixture`, `--kind`, `--set`, …) and the inline matrices (`--x`, `--wq`, …), so that no
+    command lists them again and a new Request field only needs its option."""
+    import dataclasses
 
+    from attncalc.inputs.session import TENSOR_OPTIONS, WEIGHT_OPTIONS, Request
 
-X = _inline("x", 'X, the input rows ("0.8 0.1 -0.2 0.4").')
-Wq = _inline("wq", 'Wq, [d_model, heads·d_k] ("0.5 0.1; 0.2 -0.3; …").')
-Wk = _inline("wk", "Wk, [d_model, kv_heads·d_k].")
-Wv = _inline("wv", "Wv, [d_model, kv_heads·d_v].")
-Wo = _inline("wo", "Wo, [heads·d_v, d_model].")
-Q = _inline("q", "Q, given directly.")
-K = _inline("k", "K, given directly.")
-V = _inline("v", "V, given directly.")
-Scores = _inline("scores", "The scores entering this stage (softmax: its input).")
-Weights = _inline("weights", "A, the attention weights (for attend).")
+    params = ctx.params
+    fields = {f.name for f in dataclasses.fields(Request)} - {"stage", "inline", "sets"}
+    inline = {k: v for k, v in params.items() if (k in WEIGHT_OPTIONS or k in TENSOR_OPTIONS or k == "scores")}
+    given = {k: v for k, v in params.items() if k in fields}
+    return Request(
+        stage=stage,
+        inline={k: v for k, v in inline.items() if v is not None},
+        sets=list(params.get("sets") or []),
+        **{**given, **overrides},
+    )
 
 
 def quiet_blas_threads() -> None:

@@ -30,9 +30,7 @@ From = Annotated[
 To = Annotated[Optional[str], typer.Option("--to", help="Last stage (same names as --from).", show_default=False)]
 Quiz = Annotated[bool, typer.Option("--quiz", help="Ask you one cell per stage before showing it.")]
 NoPause = Annotated[bool, typer.Option("--no-pause", help="Print every screen without waiting for a key.")]
-Format = Annotated[
-    str, typer.Option("--format", "-f", help="table|markdown (auto: table; markdown writes the whole walk as notes).")
-]
+Format = o.format_option("walk")
 Export = Annotated[
     Optional[str],
     typer.Option("--export", help="Save what the terminal showed: FILE.html or FILE.svg.", show_default=False),
@@ -59,12 +57,10 @@ def walk(
 ):
     def run():
         from attncalc import texts
+        from attncalc.cli.app import check_choices
         from attncalc.errors import InputError
 
-        if lang is not None and lang not in texts.LANGS:
-            raise InputError("--lang", "en or zh", repr(lang))
-        if fmt not in ("auto", "table", "markdown"):
-            raise InputError("--format", "table or markdown for a walk", repr(fmt))
+        check_choices(fmt, None, lang, "walk")
         if fmt == "markdown" and (quiz or export):
             raise InputError("--quiz/--export", "a walk on the terminal (not -f markdown)", "-f markdown")
         if export and not export.lower().endswith((".html", ".svg")):

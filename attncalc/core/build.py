@@ -32,7 +32,7 @@ class Options:
     d_k: int | None = None  # when no Wq says it (a calculator given Q directly)
 
 
-def _dims(n):
+def dim_labels(n):
     return [str(j) for j in range(n)]
 
 
@@ -60,7 +60,7 @@ class Builder:
                 stage=stage,
                 formula="X = E[token]" + (f" × {scale:g}" if scale != 1 else ""),
                 rows=tokens,
-                cols=_dims(self.d or 0),
+                cols=dim_labels(self.d or 0),
                 about="embed",
             )
         )
@@ -69,16 +69,16 @@ class Builder:
     def add_positions(self, x, labels, prefix="", stage="pe", out="H"):
         """H = X + PE for sinusoidal and learned positions; H = X when RoPE, ALiBi or none."""
         fx, g = self.fx, self.g
-        cols = _dims(self.d or 0)
+        cols = dim_labels(self.d or 0)
         if self.position == "sinusoidal":
-            base = fx.number("position.base", 10000.0, positive=True)
+            pe = Sinusoidal(fx.number("position.base", 10000.0, positive=True), self.offset)
             g.add(
                 Node(
                     prefix + "PE",
-                    op=Sinusoidal(base, self.offset),
+                    op=pe,
                     inputs=(x,),
                     stage=stage,
-                    formula="PE[pos, 2i] = sin(pos/10000^(2i/d)), PE[pos, 2i+1] = cos(…)",
+                    formula=pe.formula,
                     rows=labels,
                     cols=cols,
                     about="pe",
@@ -196,7 +196,7 @@ class Builder:
                     stage=st["qkv"],
                     formula=f"{t} = {src.split('.')[-1]}·W{t.lower()}" + (f" + b{t.lower()}" if b else ""),
                     rows=q_labels if t == "Q" else k_labels,
-                    cols=_dims(width or 0),
+                    cols=dim_labels(width or 0),
                     about=t,
                 )
             )
@@ -293,7 +293,7 @@ class Builder:
                 stage=st["attend"],
                 formula="O = A·V" + (" per head, heads concatenated" if h > 1 else ""),
                 rows=q_labels,
-                cols=_dims(h * dv if dv else 0),
+                cols=dim_labels(h * dv if dv else 0),
                 about="O",
             )
         )
@@ -315,7 +315,7 @@ class Builder:
                     stage=st["attend"],
                     formula="Z = O·Wo" + (" + bo" if bo else ""),
                     rows=q_labels,
-                    cols=_dims(d or 0),
+                    cols=dim_labels(d or 0),
                     about="Z",
                 )
             )
@@ -328,7 +328,7 @@ class Builder:
                     stage=st["attend"],
                     formula="Z = O (no Wo)",
                     rows=q_labels,
-                    cols=_dims(h * dv if dv else 0),
+                    cols=dim_labels(h * dv if dv else 0),
                     about="Z",
                 )
             )
@@ -381,7 +381,7 @@ class Builder:
                 stage=stage,
                 formula="Q_rope = rotate(Q, angle)",
                 rows=q_labels,
-                cols=_dims(h * dk),
+                cols=dim_labels(h * dk),
                 about="rope",
             )
         )
@@ -393,7 +393,7 @@ class Builder:
                 stage=stage,
                 formula="K_rope = rotate(K, angle)",
                 rows=k_labels,
-                cols=_dims(kv * dk),
+                cols=dim_labels(kv * dk),
                 about="rope",
             )
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attncalc.core.build import Builder, Options, _dims
+from attncalc.core.build import Builder, Options, dim_labels
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import STAGES, Graph, Node
 from attncalc.core.layer_ops import Activation, LayerNorm, Mean, NegLogLikelihood, RMSNorm, SwiGLU
@@ -50,7 +50,9 @@ class Stack:
                 (x, f"{path}.gamma", f"{path}.beta"),
                 f"{name.split('.')[-1]} = LayerNorm({x.split('.')[-1]})",
             )
-        g.add(Node(name, op=op, inputs=ins, stage=stage, formula=formula, rows=labels, cols=_dims(d), about="norm"))
+        g.add(
+            Node(name, op=op, inputs=ins, stage=stage, formula=formula, rows=labels, cols=dim_labels(d), about="norm")
+        )
         return name
 
     def sublayer(self, path, prefix, k, x, out, labels, stage, body):
@@ -66,7 +68,7 @@ class Stack:
                     stage=stage,
                     formula=f"{out} = {x.split('.')[-1]} + {inner[len(prefix) :]}",
                     rows=labels,
-                    cols=_dims(self.b.d),
+                    cols=dim_labels(self.b.d),
                     about="residual",
                 )
             )  # + self.Z, F
@@ -80,7 +82,7 @@ class Stack:
                 stage=stage,
                 formula=f"R{k} = {x.split('.')[-1]} + {inner[len(prefix) :]}",
                 rows=labels,
-                cols=_dims(self.b.d),
+                cols=dim_labels(self.b.d),
                 about="residual",
             )
         )
@@ -101,7 +103,7 @@ class Stack:
                 stage=stage,
                 formula=f"U = {x.split('.')[-1]}·W1" + (" + b1" if b1 else ""),
                 rows=labels,
-                cols=_dims(dff),
+                cols=dim_labels(dff),
                 about="ffn",
             )
         )
@@ -116,7 +118,7 @@ class Stack:
                     stage=stage,
                     formula="U_up = x·W3 + b3",
                     rows=labels,
-                    cols=_dims(dff),
+                    cols=dim_labels(dff),
                     about="ffn",
                 )
             )
@@ -128,7 +130,7 @@ class Stack:
                     stage=stage,
                     formula="U_act = silu(U) ⊙ U_up",
                     rows=labels,
-                    cols=_dims(dff),
+                    cols=dim_labels(dff),
                     about="ffn",
                 )
             )
@@ -141,7 +143,7 @@ class Stack:
                     stage=stage,
                     formula=f"U_act = {self.act}(U)",
                     rows=labels,
-                    cols=_dims(dff),
+                    cols=dim_labels(dff),
                     about="ffn",
                 )
             )
@@ -155,7 +157,7 @@ class Stack:
                 stage=stage,
                 formula="F = U_act·W2" + (" + b2" if b2 else ""),
                 rows=labels,
-                cols=_dims(d),
+                cols=dim_labels(d),
                 about="ffn",
             )
         )
@@ -190,7 +192,7 @@ class Stack:
                 stage=stage,
                 formula=f"{out} = {x}",
                 rows=labels,
-                cols=_dims(self.b.d),
+                cols=dim_labels(self.b.d),
                 about="out",
             )
         )

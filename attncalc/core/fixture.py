@@ -1,4 +1,4 @@
-"""Fixtures (SPEC §3): read fields by JSON path, checking each against the shape the model implies.
+"""Fixtures (docs/fixture.md): read fields by JSON path, checking each against the shape the model implies.
 
 Every error names the field as a JSON path (`encoder.layers[0].ffn.W1`), what was expected
 and what was found. Fields are read when a stage needs them, so `qkv` does not fail on a
@@ -17,7 +17,7 @@ from attncalc.errors import InputError, describe
 
 _MISSING = object()
 _FLOAT_MAX = 1.7976931348623157e308  # the largest finite float64
-_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")  # `layers[0].ffn` → ("layers", ""), ("", "0"), ("ffn", "")
 
 
 def _where(prefix: str, path: str) -> str:
@@ -68,8 +68,25 @@ def _find_ragged(value, path: str) -> None:
         stack[:0] = [(x, f"{p}[{k}]") for k, x in enumerate(v)]
 
 
+def _from_array(value, path: str, allow_neg_inf: bool) -> np.ndarray:
+    """A NumPy array (or anything with `__array__`: a torch tensor, a pandas frame) as a float array,
+    checked like a nested list: numbers only, finite (−∞ where allowed), the first bad cell named."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf":  # bool, complex, strings, objects: the list path names the bad cell
+        return to_array(arr.tolist(), path, allow_neg_inf)
+    arr = arr.astype(float)
+    bad = ~np.isfinite(arr) & ~(np.isneginf(arr) if allow_neg_inf else False)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        cell = path + "".join(f"[{i}]" for i in idx)
+        raise InputError(cell, "a number" + (' (or "-inf")' if allow_neg_inf else "") + ", finite", describe(arr[idx]))
+    return arr
+
+
 def to_array(value, path: str, allow_neg_inf: bool = False) -> np.ndarray:
-    """A nested list of finite numbers as a float array; anything else raises naming the cell."""
+    """A nested list (or NumPy array) of finite numbers as a float array; anything else raises naming the cell."""
+    if hasattr(value, "__array__") and not isinstance(value, (list, bool)):
+        return _from_array(value, path, allow_neg_inf)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _scan_bad_number(value, path, allow_neg_inf)
         return np.asarray(float(value))
@@ -122,7 +139,7 @@ class Fixture:
 
     def get(self, path: str, default=None):
         cur: Any = self.raw
-        for name, index in _PATH_PART.findall(path):
+        for name, index in PATH_PART.findall(path):
             if name:
                 if not isinstance(cur, dict):
                     raise InputError(self.where(path), "an object", describe(cur))

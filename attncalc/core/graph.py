@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attncalc.core.expansion import Expansion
+from attncalc.core.names import STAGES
 from attncalc.errors import InputError
-
-STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder")
 
 
 def _compute(name: str, op, args, **kw):

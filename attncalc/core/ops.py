@@ -5,7 +5,7 @@ arithmetic of the cell `idx` from the same inputs, so it serves `--cell`/`--work
 inputs) and `check` (the learner's own inputs) alike. `given[k]` says input k was written by
 a person (fixture weight or literal) so its numbers print as written.
 
-Head layout (SPEC §2): Q is [n, h·d_k]; head i uses columns i·d_k … (i+1)·d_k − 1 and KV head
+Head layout (docs/conventions.md): Q is [n, h·d_k]; head i uses columns i·d_k … (i+1)·d_k − 1 and KV head
 i // (h/g). Per-head tensors (S, A) are [h, n, m], or [n, m] when h = 1.
 """
 

@@ -21,6 +21,11 @@ class Sinusoidal(Op):
     def __init__(self, base=10000.0, offset=0):
         self.base, self.offset = base, offset
 
+    @property
+    def formula(self) -> str:
+        """The title of PE, with the base this op computes with (`--set position.base=100` shows 100)."""
+        return f"PE[pos, 2i] = sin(pos/{self.base:g}^(2i/d)), PE[pos, 2i+1] = cos(…)"
+
     def compute(self, x):
         return positions.sinusoidal(x.shape[0], x.shape[1], self.base, self.offset)
 
@@ -43,9 +48,6 @@ class Sinusoidal(Op):
             v,
             f"position {pos}, pair i = {two_i // 2}",
         )
-
-
-MASK_KINDS = ("none", "causal", "padding", "causal+padding")
 
 
 class MaskMatrix(Op):

@@ -1,4 +1,4 @@
-"""The pipe document (SPEC §5): strict JSON, −∞ written as the string "-inf"."""
+"""The pipe document (docs/document.md): strict JSON, −∞ written as the string "-inf"."""
 
 from __future__ import annotations
 
@@ -69,7 +69,11 @@ def parse_json(text: str, source: str):
 
 def read_document(text: str, source: str) -> dict:
     """A pipe document, or a bare fixture (a JSON object with vocab or d_model), checked at the top level."""
-    data = parse_json(text, source)
+    return document_from(parse_json(text, source), source)
+
+
+def document_from(data, source: str) -> dict:
+    """`read_document` for data already parsed (the Python API's dicts); `data` itself is not changed."""
     if not isinstance(data, dict):
         raise InputError(source, "a JSON object (a pipe document or a fixture)", type(data).__name__)
     if "attncalc" not in data:
@@ -80,6 +84,7 @@ def read_document(text: str, source: str) -> dict:
         )
     if data["attncalc"] != VERSION:
         raise InputError(f"{source}: attncalc", f"version {VERSION}", describe(data["attncalc"]))
+    data = dict(data)
     for key, kind in (("fixture", dict), ("tensors", dict), ("options", dict)):
         if key in data and not isinstance(data[key], kind):
             raise InputError(f"{source}: {key}", "a JSON object", describe(data[key]))

@@ -1,4 +1,4 @@
-"""Parse → load → compute: where a command's input comes from (SPEC §1) and the graph it gives.
+"""Parse → load → compute: where a command's input comes from (docs/commands.md) and the graph it gives.
 
 Every command that computes goes through `open_session`: examples, fixture files, pipe
 documents (path or stdin), inline literals and `--set` all end as one fixture dict, one graph
@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from attncalc.core.build import Options
 from attncalc.core.build_layers import build
-from attncalc.core.fixture import Fixture
+from attncalc.core.fixture import PATH_PART, Fixture
 from attncalc.core.graph import STAGES, Graph
 from attncalc.errors import InputError, describe
-from attncalc.inputs.document import read_document
+from attncalc.inputs.document import document_from, read_document
 from attncalc.inputs.examples import load_example
 from attncalc.inputs.literal import parse_matrix
 
@@ -45,7 +45,7 @@ NO_INPUT = (
 class Request:
     """What a command line asked for (all plain values: no NumPy needed to make one)."""
 
-    stage: str = "attend"
+    stage: str | None = "attend"  # None: the deepest stage the fixture has (decoder, encoder or attend)
     example: str | None = None
     fixture: str | None = None
     document: str | None = None
@@ -56,6 +56,7 @@ class Request:
     block: str | None = None
     heads: int | None = None
     kv_heads: int | None = None
+    data: dict | None = None  # a fixture or pipe document already in memory (the Python API)
 
 
 @dataclass
@@ -66,7 +67,7 @@ class Session:
     stage: str
     strict: bool
     options: dict
-    passthrough: dict  # tensors of the input document the graph does not make (kept, SPEC §5)
+    passthrough: dict  # tensors of the input document the graph does not make (kept: docs/document.md)
     tokens: dict
 
 
@@ -83,12 +84,10 @@ def read_text(path: str) -> str:
 
 def set_field(raw: dict, assignment: str) -> None:
     """`--set position.type=rope`: the value is JSON when it parses as JSON, else a string."""
-    from attncalc.core.fixture import _PATH_PART
-
     if "=" not in assignment:
         raise InputError("--set", "KEY=VALUE (for example position.type=rope)", repr(assignment))
     key, text = assignment.split("=", 1)
-    parts = _PATH_PART.findall(key.strip())
+    parts = PATH_PART.findall(key.strip())
     if not parts:
         raise InputError("--set", "a field path such as attention.kv_heads", repr(key))
     try:
@@ -118,9 +117,17 @@ def set_field(raw: dict, assignment: str) -> None:
 
 def _source(req: Request):
     """(fixture dict, where it came from, strict, input document or None)."""
-    given = [x for x in (req.example, req.fixture, req.document) if x]
+    given = [x for x in (req.example, req.fixture, req.document) if x] + (["a dict"] if req.data is not None else [])
     if len(given) > 1:
         raise InputError("input", "one of --example, --fixture or a document", ", ".join(given))
+    if req.data is not None:
+        doc = document_from(req.data, "document" if "attncalc" in req.data else "")
+        return (
+            doc["fixture"],
+            "document" if "attncalc" in req.data else "",
+            True,
+            doc if "attncalc" in req.data else None,
+        )
     if req.example:
         return load_example(req.example), f"example {req.example}", True, None
     if req.fixture:
@@ -154,8 +161,15 @@ def check_shape(node, value, where: str) -> None:
         )
 
 
+def deepest_stage(raw: dict) -> str:
+    """The last stage a fixture has the parts for: decoder, encoder, else one attention block."""
+    return "decoder" if raw.get("decoder") else "encoder" if raw.get("encoder") else "attend"
+
+
 def open_session(req: Request) -> Session:
     raw, source, strict, doc = _source(req)
+    if req.stage is None:
+        req = replace(req, stage=deepest_stage(raw))
     doc_options = dict(doc.get("options") or {}) if doc else {}
     block = req.block or doc_options.get("block")
     path = block or "attention"

@@ -1,4 +1,4 @@
-"""The report of `attncalc check` (SPEC §6): a table per tensor with every wrong cell marked by text
+"""The report of `attncalc check` (docs/worksheet.md): a table per tensor with every wrong cell marked by text
 (✗ slip, ~ carried), so colour off loses nothing, then the right value, what your own numbers give,
 and the arithmetic; the same as Markdown.
 """

@@ -44,7 +44,7 @@ def markdown_explanation(label: str, expansion, p: int) -> str:
     )
 
 
-def _latex_escape(s: str) -> str:
+def latex_escape(s: str) -> str:
     return (
         s.replace("\\", r"\textbackslash{}")
         .replace("_", r"\_")
@@ -66,13 +66,13 @@ def latex_view(view: View, p: int) -> str:
     cols = "r" * len(view.cols)
     head = (
         " & ".join(
-            [""] + [r"\cdots" if j is None else r"\text{" + _latex_escape(view.col_labels[j]) + "}" for j in view.cols]
+            [""] + [r"\cdots" if j is None else r"\text{" + latex_escape(view.col_labels[j]) + "}" for j in view.cols]
         )
         + r" \\ \hline"
     )
     body = [
         " & ".join(
-            [r"\vdots" if i is None else r"\text{" + _latex_escape(view.row_labels[i]) + "}"]
+            [r"\vdots" if i is None else r"\text{" + latex_escape(view.row_labels[i]) + "}"]
             + [cell(i, j) for j in view.cols]
         )
         + r" \\"
@@ -88,7 +88,7 @@ def latex_explanation(label: str, expansion, p: int) -> str:
     maths = [ln for ln in lines if not ln.startswith("%")]
     notes = [ln for ln in lines if ln.startswith("%")]
     return "\n".join(
-        [r"\[", r"\begin{aligned}", rf"\text{{{_latex_escape(label)}}} &= {maths[0]} \\"]
+        [r"\[", r"\begin{aligned}", rf"\text{{{latex_escape(label)}}} &= {maths[0]} \\"]
         + [
             rf"&{m.lstrip('=').strip() and ' = ' + m.lstrip('= ')} \\" if m.startswith("=") else rf"&\quad {m} \\"
             for m in maths[1:]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from attncalc.errors import InputError
 from attncalc.inputs.document import dumps, jsonable, make_document
 from attncalc.inputs.literal import cell_label, parse_cell
 from attncalc.inputs.session import MAIN, Session
-from attncalc.render.format_choice import resolve_format  # noqa: F401 (the commands import it from here)
+from attncalc.render.formats import resolve as resolve_format  # noqa: F401 (the commands' name for it)
 
 WORK_CELLS = 64  # --work is on by default up to this many cells
 HUGE = 5_000_000  # numbers in one JSON document before we ask for --only
@@ -108,6 +109,43 @@ def explanations(session: Session, values: dict, name: str, cells: list[tuple]):
         yield cell_label(node, idx), session.graph.explain(name, idx)
 
 
+@dataclass
+class Stage:
+    """A stage's result as the renderers get it."""
+
+    session: Session
+    values: dict
+    precision: int
+    work: bool | None  # --work / --no-work (None: on up to WORK_CELLS cells)
+    chosen: list  # [(name, index)] of --cell
+    only: list[str] | None
+
+    @property
+    def main(self) -> str:
+        return main_name(self.session, self.values)
+
+    def cells(self) -> list:
+        """Every cell whose arithmetic is written out: each tensor of `work_names`, then --cell's."""
+        names = work_names(self.session, self.values, self.only, self.work, bool(self.chosen))
+        return [(name, idx) for name in names for idx in np.ndindex(np.shape(self.values[name]))] + self.chosen
+
+    def explained(self):
+        for name, idx in self.cells():
+            yield next(explanations(self.session, self.values, name, [idx]))
+
+    def views(self):
+        from attncalc.render.view import views  # renderers are imported only by the format that uses them
+
+        graph = self.session.graph
+        for name in stage_names(self.session, self.values, self.only):
+            yield from views(name, graph.node(name), self.values[name])
+
+    @property
+    def predicts(self) -> bool:
+        """The decoder stage ends with its table of next-token predictions (unless --only picks tensors)."""
+        return self.session.stage == "decoder" and "probs" in self.values and not self.only
+
+
 def emit(
     session: Session,
     values: dict,
@@ -122,60 +160,56 @@ def emit(
     for name in only or []:
         if name not in values:
             raise InputError("--only", "tensors of this stage or earlier (" + ", ".join(values) + ")", repr(name))
-    main = main_name(session, values)
-    chosen = [pick_cell(session, values, cell, main)] if cell else []
-    if fmt == "json":
-        doc = document(session, values, only)
-        if chosen:
-            from attncalc.render.text import expansion_lines
+    chosen = [pick_cell(session, values, cell, main_name(session, values))] if cell else []
+    STAGE_RENDERERS[fmt](Stage(session, values, precision, work, chosen, only), fmt)
 
-            name, idx = chosen[0]
-            label, exp = next(explanations(session, values, name, [idx]))
-            doc["cell"] = {
-                "tensor": name,
-                "index": list(idx),
-                "label": label,
-                "value": jsonable(exp.result),
-                "lines": expansion_lines(exp, precision),
-            }
-        sys.stdout.write(dumps(doc) + "\n")
-        return
-    from attncalc.render.view import views  # renderers are imported only by the format that uses them
 
-    names = stage_names(session, values, only)
-    cells = [
-        (name, idx)
-        for name in work_names(session, values, only, work, cell)
-        for idx in np.ndindex(np.shape(values[name]))
-    ]
-    cells += chosen
-    g = session.graph
-    if fmt == "table":
-        from attncalc.render.table import console, print_explanation, print_views
+def write_json(stage: Stage, fmt: str) -> None:
+    doc = document(stage.session, stage.values, stage.only)
+    if stage.chosen:
+        from attncalc.render.text import expansion_lines
 
-        con = console()
-        for note in head_notes(session, values):
-            con.print(note, markup=False)
-        for name in names:
-            print_views(con, views(name, g.node(name), values[name]), precision)
-        if session.stage == "decoder" and "probs" in values and not only:
-            from attncalc.render.predictions import print_predictions
+        name, idx = stage.chosen[0]
+        label, exp = next(explanations(stage.session, stage.values, name, [idx]))
+        doc["cell"] = {
+            "tensor": name,
+            "index": list(idx),
+            "label": label,
+            "value": jsonable(exp.result),
+            "lines": expansion_lines(exp, stage.precision),
+        }
+    sys.stdout.write(dumps(doc) + "\n")
 
-            print_predictions(con, g, values, precision)
-        for name, idx in cells:
-            label, exp = next(explanations(session, values, name, [idx]))
-            print_explanation(con, label, exp, precision)
-        return
+
+def draw_tables(stage: Stage, fmt: str) -> None:
+    from attncalc.render.table import console, print_explanation, print_views
+
+    con = console()
+    for note in head_notes(stage.session, stage.values):
+        con.print(note, markup=False)
+    for view in stage.views():
+        print_views(con, [view], stage.precision)
+    if stage.predicts:
+        from attncalc.render.predictions import print_predictions
+
+        print_predictions(con, stage.session.graph, stage.values, stage.precision)
+    for label, exp in stage.explained():
+        print_explanation(con, label, exp, stage.precision)
+
+
+def write_notes(stage: Stage, fmt: str) -> None:
+    """Markdown or LaTeX: the same parts in the notation of each."""
     from attncalc.render.notes import latex_explanation, latex_view, markdown_explanation, markdown_view
 
     view_fn, expl_fn = (markdown_view, markdown_explanation) if fmt == "markdown" else (latex_view, latex_explanation)
-    parts = [("% " if fmt == "latex" else "") + note for note in head_notes(session, values)]
-    parts += [view_fn(v, precision) for name in names for v in views(name, g.node(name), values[name])]
-    if fmt == "markdown" and session.stage == "decoder" and "probs" in values and not only:
+    parts = [("% " if fmt == "latex" else "") + note for note in head_notes(stage.session, stage.values)]
+    parts += [view_fn(v, stage.precision) for v in stage.views()]
+    if fmt == "markdown" and stage.predicts:
         from attncalc.render.predictions import markdown_predictions
 
-        parts.append(markdown_predictions(g, values, precision))
-    for name, idx in cells:
-        label, exp = next(explanations(session, values, name, [idx]))
-        parts.append(expl_fn(label, exp, precision))
+        parts.append(markdown_predictions(stage.session.graph, stage.values, stage.precision))
+    parts += [expl_fn(label, exp, stage.precision) for label, exp in stage.explained()]
     sys.stdout.write("\n".join(parts) + "\n")
+
+
+STAGE_RENDERERS = {"json": write_json, "table": draw_tables, "markdown": write_notes, "latex": write_notes}

@@ -224,13 +224,13 @@ def _md_table(head, rows) -> str:
 
 
 def _latex_table(head, rows) -> str:
-    from attncalc.render.notes import _latex_escape
+    from attncalc.render.notes import latex_escape
 
-    body = [" & ".join(_latex_escape(c) for c in r) + r" \\" for r in rows]
+    body = [" & ".join(latex_escape(c) for c in r) + r" \\" for r in rows]
     return "\n".join(
         [
             r"\begin{tabular}{" + "l" * len(head) + "}",
-            " & ".join(_latex_escape(h) for h in head) + r" \\ \hline",
+            " & ".join(latex_escape(h) for h in head) + r" \\ \hline",
             *body,
             r"\end{tabular}",
             "",

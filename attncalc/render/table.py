@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from attncalc.render.text import expansion_lines, fmt
+from attncalc.render.text import explanation_text, fmt
 from attncalc.render.view import View
 
 
@@ -117,8 +117,5 @@ def print_views(con, views: list[View], p: int) -> None:
 
 def print_explanation(con, label: str, expansion, p: int) -> None:
     """`Q[爱, 0] = 0.841×0.5 + … = 0.426`, continuation lines aligned under the first."""
-    from rich.cells import cell_len
-
-    lines = expansion_lines(expansion, p)
-    for k, line in enumerate(lines):  # continuation lines start with "=", under the first one
-        con.print((f"{label} = " if k == 0 else " " * (cell_len(label) + 1)) + line, markup=False)
+    for line in explanation_text(label, expansion, p):
+        con.print(line, markup=False)

@@ -249,3 +249,11 @@ def expansion_lines(e: Expansion, p: int = 3, latex: bool = False) -> list[str]:
     if e.note:
         lines.append(("% " if latex else "") + e.note)
     return lines
+
+
+def explanation_text(label: str, e: Expansion, p: int = 3) -> list[str]:
+    """`Q[爱, 0] = 0.841×0.5 + … = 0.426`, continuation lines aligned under the first."""
+    from rich.cells import cell_len  # the width of Chinese labels in a terminal's cells
+
+    pad = " " * (cell_len(label) + 1)
+    return [(f"{label} = " if k == 0 else pad) + line for k, line in enumerate(expansion_lines(e, p))]

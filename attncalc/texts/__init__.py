@@ -8,6 +8,7 @@ format fields. Tensor names, formulas and tokens are not translated.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -68,7 +69,13 @@ def context(key: str, lang: str | None = None, **kw) -> str:
 
 CLOSING = set("，。、；：！？）」』”’,.;:!?)")
 _CJK = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef“”‘’"
-_TOKEN = re.compile(f"[{_CJK}]|\\s+|[^\\s{_CJK}]+")
+
+
+@functools.cache
+def _tokens() -> re.Pattern:
+    """Words, spaces and single Chinese characters; compiled on first use (~8 ms), not when `--help` imports
+    LANGS."""
+    return re.compile(f"[{_CJK}]|\\s+|[^\\s{_CJK}]+")
 
 
 def wrap(text: str, width: int) -> list[str]:
@@ -77,7 +84,7 @@ def wrap(text: str, width: int) -> list[str]:
     from rich.cells import cell_len
 
     lines, cur = [], ""
-    for tok in _TOKEN.findall(text):
+    for tok in _tokens().findall(text):
         if tok.isspace():
             cur += " " if cur else ""
         elif cur and cell_len(cur + tok) > width and not (tok in CLOSING and cell_len(cur + tok) <= width + 2):

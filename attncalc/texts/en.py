@@ -96,7 +96,6 @@ TEXTS = {
     "ui.skipped": "Skipped. The arithmetic:",
     "ui.score": "Quiz: {right} of {asked} right.",
     "ui.stopped": "The walk ends after stage {stage}: {name} has no later parts yet ({reason}).",
-    "ui.no_generate": "Generation (decoding with a KV cache) is not part of this walk yet; see `attncalc generate`.",
     "ui.chosen": "chosen: {token}, the most likely next token (p = {p}, greedy)",
     "ui.generated": "generated: {tokens}",
     "ui.macs": "multiply-adds with the KV cache: {w:,}; recomputing every step: {wo:,} (saved {saved:,})",

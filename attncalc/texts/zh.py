@@ -96,7 +96,6 @@ TEXTS = {
     "ui.skipped": "已跳过。计算过程：",
     "ui.score": "小测验：{asked} 题答对 {right} 题。",
     "ui.stopped": "讲解到 {stage} 阶段为止：{name} 还没有后面的部分（{reason}）。",
-    "ui.no_generate": "生成（带 KV 缓存的逐词解码）暂未加入本讲解；可以试试 `attncalc generate`。",
     "ui.chosen": "选中：{token}，最可能的下一个词（p = {p}，贪心解码）",
     "ui.generated": "生成结果：{tokens}",
     "ui.macs": "使用 KV 缓存的乘加次数：{w:,}；每步全部重算：{wo:,}（节省 {saved:,}）",

@@ -1,0 +1,361 @@
+"""The Python API: what the command line does, as objects a notebook or a script can hold.
+
+    import attncalc
+    calc = attncalc.load("woaini")                   # an example, a path, a fixture or document dict
+    calc["A"]                                         # a NumPy array, computed on demand
+    calc.explain("A", "爱", "你")                      # the arithmetic of one cell
+    calc.check({"S": [[4.39, 2.25, 1.84], ...]})      # your own numbers, cell by cell
+    calc.generate(max_new_tokens=5)                   # decoding step by step
+
+The commands are thin layers over this module (parse → `Calculation` → render), so whatever a
+command can do, the API can. docs/api.md describes it with an example that the tests run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from attncalc.core.names import STAGES
+from attncalc.errors import InputError
+from attncalc.inputs.session import Request, Session, evaluate, open_session
+
+
+def load(
+    source=None,
+    *,
+    example: str | None = None,
+    fixture=None,
+    set=None,  # noqa: A002 (the word the command line uses: --set)
+    kind: str | None = None,
+    scale: float | None = None,
+    block: str | None = None,
+    heads: int | None = None,
+    kv_heads: int | None = None,
+    stage: str | None = None,
+    **request_fields,
+) -> Calculation:
+    """A calculation of `source`: a bundled example's name, a fixture or pipe-document path, or a fixture
+    or pipe-document dict (NumPy arrays welcome). `set` changes fixture fields ({"position.type": "rope"}
+    or ["position.type=rope"]); `stage` defaults to the deepest the fixture has. Other keywords are
+    fields of `attncalc.inputs.session.Request` (`document`, `inline`, …)."""
+    known = {f.name for f in dataclasses.fields(Request)}
+    for key in request_fields:
+        if key not in known or key in ("sets", "data", "stage"):
+            raise TypeError(f"load() got an unexpected keyword argument {key!r}")
+    given = [x for x in (source, example, fixture, request_fields.get("document")) if x is not None]
+    if len(given) > 1:  # which one was meant is not ours to guess
+        raise InputError("source", "one of source, example=, fixture= or document=", f"{len(given)} of them")
+    if stage is not None and stage not in STAGES:
+        raise InputError("stage", "one of " + ", ".join(STAGES), repr(stage))
+    request = Request(
+        stage=stage,
+        example=example,
+        kind=kind,
+        scale=scale,
+        block=block,
+        heads=heads,
+        kv_heads=kv_heads,
+        sets=assignments(set),
+        **request_fields,
+    )
+    for given in (source, fixture):
+        if given is not None:
+            _place_source(request, given)
+    return Calculation(request)
+
+
+def _place_source(request: Request, source) -> None:
+    """Put `source` in the Request field that reads it (a second source is an error, named there)."""
+    from attncalc.inputs.examples import example_names
+
+    if isinstance(source, dict):
+        request.data = _copy_containers(source)
+    elif isinstance(source, (str, os.PathLike)) and os.path.exists(source):
+        request.fixture = os.fspath(source)  # a fixture or a pipe document: the reader tells them apart
+    elif isinstance(source, str) and source in example_names():
+        request.example = source
+    else:
+        raise InputError(
+            "source",
+            "an example name (" + ", ".join(example_names()) + "), a fixture or document path, or a dict",
+            repr(source),
+        )
+
+
+def _copy_containers(value):
+    """Dicts and lists copied (`--set` writes into them), arrays shared (they are only read)."""
+    if isinstance(value, dict):
+        return {k: _copy_containers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_containers(v) for v in value]
+    return value
+
+
+def assignments(changes) -> list[str]:
+    """`--set` assignments from a dict {"position.type": "rope"}, a list of "KEY=VALUE" or one string."""
+    if changes is None:
+        return []
+    if isinstance(changes, str):
+        return [changes]
+    if isinstance(changes, dict):
+        return [f"{key}={json.dumps(value, default=_plain)}" for key, value in changes.items()]
+    return [str(c) for c in changes]
+
+
+def _plain(value):
+    """json.dumps for NumPy values: arrays and NumPy numbers as plain lists and numbers."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+class Tensor(np.ndarray):
+    """A NumPy array that knows its name and token labels: in Jupyter or Rich it is drawn as a labelled
+    table. Arithmetic on it, or a slice of it, gives a plain array (the labels would no longer fit)."""
+
+    name: str | None = None
+    node = None
+
+    def __array_wrap__(self, out, context=None, return_scalar=False):
+        out = np.asarray(out)
+        return out[()] if return_scalar else out
+
+    def __getitem__(self, key):
+        return np.asarray(self)[key]
+
+    def __rich__(self):
+        from attncalc.render.notebook import lines_renderable, tensor_renderable
+
+        if self.node is None:  # a view made by a NumPy method (`.T`, `.reshape`): its labels are unknown
+            return lines_renderable([repr(np.asarray(self))])
+        return tensor_renderable(self.name, self.node, np.asarray(self))
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        from attncalc.render.notebook import mimebundle
+
+        return mimebundle(self.__rich__())
+
+
+def labelled(name: str, node, value: np.ndarray) -> Tensor:
+    out = np.asarray(value).view(Tensor)
+    out.flags.writeable = False  # the graph's own cached array: reading it must not change later results
+    out.name, out.node = name, node
+    return out
+
+
+@dataclasses.dataclass
+class Explanation:
+    """One cell written out: `str()` is the arithmetic as on paper, `lines` its lines, `value` the result."""
+
+    tensor: str
+    index: tuple
+    label: str  # A[爱, 你]
+    value: float
+    lines: list[str]  # without the label: "e^2.196 / (…)", "= 0.405"
+    expansion: object  # the core's Expansion, for a renderer of your own
+    precision: int = 3
+
+    def text_lines(self) -> list[str]:
+        from attncalc.render.text import explanation_text
+
+        return explanation_text(self.label, self.expansion, self.precision)
+
+    def __str__(self) -> str:
+        return "\n".join(self.text_lines())
+
+    def __rich__(self):
+        from attncalc.render.notebook import lines_renderable
+
+        return lines_renderable(self.text_lines())
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        from attncalc.render.notebook import mimebundle
+
+        return mimebundle(self.__rich__())
+
+
+@dataclasses.dataclass
+class CheckReport:
+    """check's verdicts: `to_dict()` is the document `attncalc check -f json` writes."""
+
+    report: dict
+
+    @property
+    def first_slip(self) -> str | None:
+        return self.report["first_slip"]
+
+    @property
+    def summary(self) -> dict:
+        return self.report["summary"]
+
+    @property
+    def all_correct(self) -> bool:
+        return self.summary["correct"] == self.summary["cells"]
+
+    def verdicts(self, name: str) -> np.ndarray:
+        """ "correct", "carried" or "slip" for every cell of tensor `name`."""
+        return np.array(self.report["tensors"][name]["verdicts"])
+
+    def to_dict(self) -> dict:
+        return self.report
+
+
+class Calculation:
+    """One input (example, fixture, document, inline matrices) as a graph of named tensors."""
+
+    def __init__(self, request: Request):
+        self.request = dataclasses.replace(request, sets=list(request.sets), inline=dict(request.inline))
+        self.session: Session = open_session(dataclasses.replace(self.request, sets=list(self.request.sets)))
+        self.graph = self.session.graph
+        self.stage = self.session.stage
+
+    def __repr__(self) -> str:
+        return f"<attncalc.Calculation of {self.session.source or 'inline matrices'}, stage {self.stage}>"
+
+    @property
+    def names(self) -> list[str]:
+        """The tensors a pipe document of this stage holds, in the order they are computed."""
+        return self.graph.shown(self.stage)
+
+    @property
+    def tokens(self) -> dict:
+        return self.session.tokens
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.graph.warnings
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.graph.nodes
+
+    def __getitem__(self, name: str) -> Tensor:
+        """The tensor `name` (a weight such as `attention.Wq` too), computed on first use."""
+        return labelled(name, self.graph.node(name), self.graph.value(name))
+
+    def values(self, names: list[str] | None = None) -> dict[str, np.ndarray]:
+        """Every tensor of the stage, or only `names` (intermediates released as soon as they are used)."""
+        return evaluate(self.session, names)
+
+    def explain(self, name: str, *index, precision: int = 3) -> Explanation:
+        """The arithmetic of one cell; index by numbers or labels: explain("A", "爱", "你"), explain("S", 0, 1, 2)."""
+        from attncalc.inputs.literal import cell_label, parse_cell
+        from attncalc.render.text import expansion_lines
+
+        node = self.graph.node(name)
+        shape = np.shape(self.graph.value(name))
+        idx = parse_cell(",".join(map(str, index)), node.rows, node.cols, shape, option=f"explain({name!r})")
+        expansion = self.graph.explain(name, idx)
+        lines = expansion_lines(expansion, precision)
+        return Explanation(
+            tensor=name,
+            index=idx,
+            label=cell_label(node, idx),
+            value=float(expansion.result),
+            lines=lines,
+            expansion=expansion,
+            precision=precision,
+        )
+
+    def check(self, worksheet, *, tol: float | None = None, precision: int = 3) -> CheckReport:
+        """Your own numbers against the model's: a dict {"S": [[…]]}, a worksheet's path or its text."""
+        from attncalc.check import check, stage_for
+
+        sheets = read_worksheet(worksheet)
+        graph = self.graph
+        needed = stage_for(sheets)
+        if STAGES.index(needed) > STAGES.index(self.stage):
+            graph = Calculation(dataclasses.replace(self.request, stage=needed)).graph
+        return CheckReport(check(graph, sheets, tol=tol, precision=precision))
+
+    def decoder_model(self):
+        """The model generation runs: weights read once, the encoder (if any) run once."""
+        from attncalc.core.build import Options
+        from attncalc.decoding import Model
+
+        if not self.session.strict:
+            raise InputError(
+                "input",
+                "a fixture with a decoder (--example woaini, --fixture FILE or a document)",
+                "only inline matrices",
+            )
+        req = self.request  # a document's fields are named under fixture. in messages, as the stage commands do
+        in_document = self.session.source == "document" or not (req.example or req.fixture or req.data is not None)
+        return Model(
+            self.session.fixture,
+            source=self.session.source,
+            prefix="fixture." if in_document else "",
+            opts=Options(scale=req.scale),
+            given=self.session.passthrough,
+        )
+
+    def generate(
+        self,
+        max_new_tokens: int = 10,
+        *,
+        strategy: str = "greedy",
+        temperature: float = 1.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        kv_cache: bool = True,
+    ):
+        """Decode one token at a time: `.generated` (the tokens) and `.steps` (each step's tensors)."""
+        from attncalc.decoding import Settings, generate
+
+        settings = Settings(
+            max_new_tokens=max_new_tokens,
+            strategy=strategy,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+            use_cache=kv_cache,
+        )
+        return generate(self.decoder_model(), settings)
+
+    def walk(self, lang: str | None = None, *, start: str | None = None, end: str | None = None) -> list:
+        """The walk's screens as data (walk.Screen: title, formulas, why-texts, tensors, a worked cell)."""
+        from attncalc import texts
+        from attncalc.walk import make_screens, stage_range
+
+        if lang is not None and lang not in texts.LANGS:
+            raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
+        lo, hi = stage_range(start, end)
+        return make_screens(self.session, self.values(), lang or texts.current(), lo, hi)
+
+
+def _as_written(value) -> str:
+    """A dict worksheet as JSON text, a number given as a string ("4.30") written as that number so its
+    decimals (and so its tolerance) are the ones typed; a Python float has only its shortest form (4.3)."""
+    from attncalc.check import NUMBER
+
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {_as_written(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        items = value.tolist() if hasattr(value, "tolist") else value
+        return "[" + ", ".join(map(_as_written, items)) + "]" if isinstance(items, list) else _as_written(items)
+    if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
+        return value.strip()
+    return json.dumps(value, default=_plain)
+
+
+def read_worksheet(worksheet) -> dict:
+    """A worksheet as check reads it: a dict of tensors (lists or arrays), a path, the text itself, or
+    what `check.parse_worksheet` made of one (the command line reads the worksheet first)."""
+    from attncalc.check import Sheet, parse_worksheet
+    from attncalc.inputs.session import read_text
+
+    if isinstance(worksheet, dict) and worksheet and all(isinstance(v, Sheet) for v in worksheet.values()):
+        return worksheet
+    if isinstance(worksheet, dict):
+        return parse_worksheet(_as_written(worksheet), "worksheet")
+    if isinstance(worksheet, os.PathLike) or isinstance(worksheet, str) and "\n" not in worksheet:
+        if isinstance(worksheet, os.PathLike) or os.path.exists(worksheet):
+            return parse_worksheet(read_text(os.fspath(worksheet)), os.fspath(worksheet))
+    if isinstance(worksheet, str):
+        return parse_worksheet(worksheet, "worksheet")
+    raise InputError("worksheet", "a dict of tensors, a path or a worksheet's text", type(worksheet).__name__)

@@ -1,0 +1,30 @@
+"""`attncalc schema fixture|document|worksheet`: print a JSON Schema (for editors and validators)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from attncalc.cli import options as o
+
+Name = Annotated[str, typer.Argument(help="fixture, document or worksheet.", show_default=False)]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("schema")
+    def schema(name: Name, debug: o.Debug = False):
+        """Print the JSON Schema (Draft 2020-12) of a fixture, a pipe document or a worksheet."""
+
+        def run():
+            import sys
+
+            from attncalc import schemas
+            from attncalc.errors import InputError
+            from attncalc.render.formats import one_of
+
+            if name not in schemas.NAMES:
+                raise InputError("NAME", one_of(schemas.NAMES), repr(name))
+            sys.stdout.write(schemas.text(name))
+
+        o.guarded(run, debug)

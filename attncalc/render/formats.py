@@ -1,0 +1,60 @@
+"""The one registry of output formats: which command offers which, the `--format` help text, the check
+of the option and what `auto` means. NumPy-free (the CLI reads it while building `--help`).
+
+Adding a format: a line in FORMATS, its name in OFFERED for the commands that draw it, and a renderer
+beside the others in render/ that the command's dispatch table (e.g. `output.STAGE_RENDERERS`) names.
+"""
+
+from __future__ import annotations
+
+import sys
+
+FORMATS = {
+    "auto": "tables on a terminal, JSON in a pipe",
+    "table": "labelled tables, weights shaded",
+    "json": "one strict JSON document",
+    "markdown": "tables and the arithmetic for notes",
+    "latex": "matrices and the arithmetic for a paper",
+}
+EVERY = tuple(FORMATS)
+OFFERED = {
+    "stage": EVERY,
+    "generate": EVERY,
+    "kvcache": EVERY,
+    "cost": EVERY,
+    "check": ("auto", "table", "json", "markdown"),
+    "compare": ("auto", "table", "json", "markdown"),
+    "walk": ("auto", "table", "markdown"),
+    "examples": ("auto", "table", "json"),
+}
+
+AUTO = {"walk": "table; markdown writes the whole walk as notes"}  # where auto means something else
+
+
+def one_of(words) -> str:
+    """`a, b or c`."""
+    words = list(words)
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
+
+
+def option_help(command: str = "stage") -> str:
+    offered = OFFERED[command]
+    auto = f" (auto: {AUTO.get(command, FORMATS['auto'])})" if "auto" in offered else ""
+    return "|".join(offered) + auto + "."
+
+
+def check(fmt: str, command: str = "stage") -> None:
+    """`--format` must name a format this command draws (exit 2 naming the option otherwise)."""
+    from attncalc.errors import InputError
+
+    offered = OFFERED[command]
+    if fmt not in offered:
+        suffix = "" if offered == EVERY else f" for {command}"
+        raise InputError("--format", one_of(offered) + suffix, repr(fmt))
+
+
+def resolve(fmt: str, command: str = "stage") -> str:
+    """`auto` as what it means here: tables on a terminal, JSON in a pipe or a file (a walk: tables)."""
+    if fmt == "auto":
+        return "table" if sys.stdout.isatty() or command == "walk" else "json"
+    return fmt
