@@ -62,11 +62,12 @@ def register(app: typer.Typer) -> None:
 
         def run():
             from attncalc.check import check as check_sheets
-            from attncalc.check import parse_worksheet, stage_for
+            from attncalc.check import stage_for
             from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
             from attncalc.inputs.document import dumps
             from attncalc.inputs.session import Request, open_session, read_text
+            from attncalc.inputs.worksheet import parse_worksheet
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, kind, lang)

@@ -267,7 +267,7 @@ def judge(answer: str, value: float):
     None when it is not a number."""
     import math
 
-    from attncalc.check import NEG_INF, tolerance_of
+    from attncalc.inputs.worksheet import NEG_INF, tolerance_of
 
     text = answer.strip().replace("−", "-")
     if text.lower() in NEG_INF:
