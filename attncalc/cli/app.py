@@ -10,6 +10,7 @@ import typer
 
 from attncalc import __version__
 from attncalc.cli import options as o
+from attncalc.cli.help_examples import epilog
 
 app = o.App(
     name="attncalc",
@@ -44,7 +45,7 @@ def _version(value: bool):
 @app.callback()
 def main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
 ):
     """attncalc"""
@@ -112,7 +113,7 @@ def stage_command(stage: str):
             check_choices(fmt, kind, lang)
             o.quiet_blas_threads()
             from attncalc.inputs.session import evaluate, open_session
-            from attncalc.render.output import emit
+            from attncalc.render.output import drawn_names, emit, resolve_format
 
             req = make_request(
                 stage,
@@ -129,7 +130,10 @@ def stage_command(stage: str):
             )
             session = open_session(req)
             names = [n.strip() for n in only.split(",")] if only else None
-            values = evaluate(session, None if cell else names)  # --only: compute (and hold) only those
+            wanted = None if cell else names  # --only: compute (and hold) only those
+            if wanted is None and not cell and session.strict and resolve_format(fmt) != "json":
+                wanted = drawn_names(session)  # a table draws the stage's own tensors: release the rest
+            values = evaluate(session, wanted)
             if not values:
                 from attncalc.errors import InputError
 
@@ -180,3 +184,6 @@ from attncalc.cli import check_cmd, compare_cmd, generate_cmd, kvcache_cmd, walk
 
 for _module in (generate_cmd, walk_cmd, check_cmd, kvcache_cmd, compare_cmd):
     _module.register(app)
+
+for _info in app.registered_commands:  # a few runnable examples under every command's --help
+    _info.epilog = _info.epilog or epilog(_info.name or _info.callback.__name__)

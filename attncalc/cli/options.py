@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from attncalc.inputs.examples import example_names
+
 INPUT = "Input"
 OUTPUT = "Output"
 MODEL = "Model"
@@ -19,7 +21,11 @@ Document = Annotated[
 Example = Annotated[
     Optional[str],
     typer.Option(
-        "--example", "-e", help="A bundled example: woaini, wochiyu, …", rich_help_panel=INPUT, show_default=False
+        "--example",
+        "-e",
+        help="A bundled example: " + ", ".join(example_names()) + ".",
+        rich_help_panel=INPUT,
+        show_default=False,
     ),
 ]
 FixturePath = Annotated[
@@ -157,7 +163,9 @@ def fail(message: str, code: int = 2) -> None:
 def guarded(fn, debug: bool):
     """Run fn; bad input → exit 2 with its message; Ctrl-C → 130; never a traceback unless --debug."""
     from attncalc.errors import InputError
+    from attncalc.terminal import readable_streams
 
+    readable_streams()
     debug = debug or bool(os.environ.get("ATTNCALC_DEBUG"))
     try:
         return fn()
@@ -175,8 +183,11 @@ def guarded(fn, debug: bool):
     except (typer.Exit, SystemExit):
         raise
     except Exception as e:  # a bug: still one line, with a way to see more
-        if debug:
-            raise
+        if debug:  # the traceback, and still exit 70 (an uncaught exception would make it 1)
+            import traceback
+
+            traceback.print_exc()
+            raise typer.Exit(70) from None
         fail(f"internal error ({type(e).__name__}: {e}); rerun with --debug and report it", 70)
 
 
@@ -251,6 +262,7 @@ def plain_coercion(command, ctx) -> None:
 
 
 _UsageError = typer.core._click.exceptions.UsageError
+_NoArgs = typer.core._click.exceptions.NoArgsIsHelpError
 
 
 class OneLineUsageError(_UsageError):
@@ -262,7 +274,7 @@ class OneLineUsageError(_UsageError):
 
 
 def _one_line(e):
-    if isinstance(e, OneLineUsageError):
+    if isinstance(e, (OneLineUsageError, _NoArgs)):  # bare `attncalc`: its help, which is no error message
         return e
     short = OneLineUsageError(e.format_message(), e.ctx)
     short.exit_code = e.exit_code
@@ -292,6 +304,9 @@ class App(typer.Typer):
     ~300 options first, 30 ms of every start-up). `attncalc --help` and completion still see them all."""
 
     def __call__(self, *args, **kwargs):
+        from attncalc.terminal import readable_streams
+
+        readable_streams()  # --help too: its text has × and → that an ASCII terminal cannot hold
         argv = kwargs.get("args", args[0] if args else None)
         argv = sys.argv[1:] if argv is None else list(argv)
         name = next((a for a in argv if not a.startswith("-")), None)  # the group's options take no value

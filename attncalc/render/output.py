@@ -24,6 +24,8 @@ def resolve_format(fmt: str) -> str:
 
 def pick_cell(session: Session, values: dict, text: str, default: str):
     """`ROW,COL` of the main output, or `NAME:ROW,COL` of any tensor."""
+    if not text.strip():
+        raise InputError("--cell", "ROW,COL (indices or tokens, such as 1,0 or 爱,我), or TENSOR:ROW,COL", "nothing")
     name, _, where = text.rpartition(":") if ":" in text else ("", "", text)
     if not name and where in values and np.ndim(values[where]) == 0:
         name, where = where, ""  # `--cell loss`: a scalar is its own only cell
@@ -44,6 +46,17 @@ def stage_names(session: Session, values: dict, only: list[str] | None) -> list[
     g = session.graph
     own = [n for n in values if g.nodes[n].stage == session.stage and not isinstance(g.nodes[n].op, Identity)]
     return own or [n for n in values if g.nodes[n].stage == session.stage] or list(values)[-1:]
+
+
+def drawn_names(session: Session) -> list[str]:
+    """The tensors a table (or notes) of the stage draws, known before computing anything: the stage's
+    own and its main one. Evaluating only these lets `Graph.evaluate` release every intermediate after
+    its last use, so a real-size block never holds S, S_scaled, S_masked and A at once for a table that
+    shows O and Z."""
+    g = session.graph
+    shown = g.shown(session.stage)
+    own = [n for n in shown if g.nodes[n].stage == session.stage]
+    return own + [n for n in (MAIN.get(session.stage),) if n in shown and n not in own] or shown[-1:]
 
 
 def main_name(session: Session, values: dict) -> str:
@@ -97,6 +110,14 @@ def document(session: Session, values: dict, only: list[str] | None) -> dict:
     )
 
 
+def titled(graph, name: str):
+    """The node as drawn: a tensor the person supplied is titled as given, not by the formula it skipped."""
+    from dataclasses import replace
+
+    node = graph.node(name)
+    return replace(node, formula=f"{name} (given)") if name in graph.given and not node.is_leaf else node
+
+
 def explanations(session: Session, values: dict, name: str, cells: list[tuple]):
     node = session.graph.node(name)
     for idx in cells:
@@ -118,7 +139,7 @@ def emit(
         if name not in values:
             raise InputError("--only", "tensors of this stage or earlier (" + ", ".join(values) + ")", repr(name))
     main = main_name(session, values)
-    chosen = [pick_cell(session, values, cell, main)] if cell else []
+    chosen = [pick_cell(session, values, cell, main)] if cell is not None else []
     if fmt == "json":
         doc = document(session, values, only)
         if chosen:
@@ -150,7 +171,7 @@ def emit(
         for note in head_notes(session, values):
             con.print(note, markup=False)
         for name in names:
-            print_views(con, views(name, g.node(name), values[name]), precision)
+            print_views(con, views(name, titled(g, name), values[name]), precision)
         if session.stage == "decoder" and "probs" in values and not only:
             from attncalc.render.predictions import print_predictions
 
@@ -163,7 +184,7 @@ def emit(
 
     view_fn, expl_fn = (markdown_view, markdown_explanation) if fmt == "markdown" else (latex_view, latex_explanation)
     parts = [("% " if fmt == "latex" else "") + note for note in head_notes(session, values)]
-    parts += [view_fn(v, precision) for name in names for v in views(name, g.node(name), values[name])]
+    parts += [view_fn(v, precision) for name in names for v in views(name, titled(g, name), values[name])]
     if fmt == "markdown" and session.stage == "decoder" and "probs" in values and not only:
         from attncalc.render.predictions import markdown_predictions
 

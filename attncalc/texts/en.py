@@ -102,4 +102,12 @@ TEXTS = {
     "ui.macs": "multiply-adds with the KV cache: {w:,}; recomputing every step: {wo:,} (saved {saved:,})",
     "ui.doc_title": "attncalc walk: {name}",
     "ui.stage": "stage:",
+    # surprises (issue 14): notes on stderr about input the user did not give or may have misspelt
+    "surprises.default_example": "no input given, so this uses the bundled example {name} "
+    "(give --example, --fixture or a document for another)",
+    "surprises.unknown_keys": "{where}: unknown fixture keys {names} are ignored{hint}",
+    "surprises.unknown_tensors": "{where}: unknown tensors {names} are ignored{hint}",
+    "surprises.did_you_mean": " (did you mean {name}?)",
+    "surprises.progress": "generating tokens",
+    "surprises.dropped": "(columns {names} left out to fit {width} columns; widen the terminal or use -f json)",
 }

@@ -102,4 +102,12 @@ TEXTS = {
     "ui.macs": "使用 KV 缓存的乘加次数：{w:,}；每步全部重算：{wo:,}（节省 {saved:,}）",
     "ui.doc_title": "attncalc 逐步讲解：{name}",
     "ui.stage": "阶段：",
+    # surprises (issue 14): notes on stderr about input the user did not give or may have misspelt
+    "surprises.default_example": "没有给出输入，这里使用自带的示例 {name}"
+    "（要换别的输入，请用 --example、--fixture 或管道文档）",
+    "surprises.unknown_keys": "{where}：未知的 fixture 字段 {names} 已被忽略{hint}",
+    "surprises.unknown_tensors": "{where}：未知的张量 {names} 已被忽略{hint}",
+    "surprises.did_you_mean": "（是不是想写 {name}？）",
+    "surprises.progress": "正在生成",
+    "surprises.dropped": "（为适应 {width} 列宽，省略了 {names} 这几列；可以加宽终端或使用 -f json）",
 }
