@@ -180,7 +180,11 @@ def print_generation(model, result, precision: int) -> None:
         node = model.encoder.nodes["enc_out"]
         print_views(con, views("enc_out", node, model.enc_out), precision)
     for step in result.steps:
-        con.rule(step_title(step), characters="─", style="", align="left")
+        title = step_title(step)
+        if len(title) + 6 <= con.width:
+            con.rule(title, characters="─", style="", align="left")
+        else:  # a rule would cut its title: the title alone, wrapped between words
+            con.print(title, style="bold", markup=False)
         for title, t in shown_tensors(step):
             print_views(con, _views(title, t), precision)
         rows, rest = prob_rows(step, model.vocab)
