@@ -224,3 +224,13 @@ def test_scores_as_a_json_list_accept_the_minus_inf_string(cli):
 def test_other_matrices_still_refuse_infinity(cli):
     assert_bad(cli("qkv", "--x", "1 -inf", "--wq", "1 0; 0 1"), "--x row 1, number 2", "finite")
     assert_bad(cli("softmax", "--scores", "1 inf"), "--scores row 1, number 2", "-inf")
+
+
+def test_a_misspelt_key_explains_the_error_it_causes(cli, tmp_path):
+    fx = json.loads(open_example("woaini"))
+    fx["attention"]["wq"] = fx["attention"].pop("Wq")
+    path = tmp_path / "fx.json"
+    path.write_text(json.dumps(fx, ensure_ascii=False), encoding="utf-8")
+    result = cli("qkv", "--fixture", path)
+    assert_bad(result, "attention.Wq: expected a 4 × any matrix")
+    assert "attention.wq" in result.stderr.splitlines()[1] and "did you mean attention.Wq?" in result.stderr

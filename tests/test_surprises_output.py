@@ -189,14 +189,6 @@ def test_walk_without_input_walks_woaini(cli):
     assert "bundled example woaini" in result.stderr and "我" in result.stdout
 
 
-def test_a_stage_at_a_terminal_without_input_uses_woaini():
-    pexpect = pytest.importorskip("pexpect")
-    child = pexpect.spawn(sys.executable, ["-m", "attncalc", "qkv"], env=RUN, encoding="utf-8", timeout=30)
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0 and "bundled example woaini" in child.before and "Q = H·Wq" in child.before
-
-
 def test_messages_name_every_example(cli):
     assert_bad(cli("softmax", "--example", "nope"), "woaini", "wochiyu", "tinyllama")
     assert "tinyllama" in cli("softmax", "--help").stdout

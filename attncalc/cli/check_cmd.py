@@ -100,6 +100,8 @@ def register(app: typer.Typer) -> None:
                 sets=list(sets or []),
             )
             session = open_session(req)
+            for message in session.graph.warnings:  # unknown fixture keys (issue 14)
+                sys.stderr.write(f"attncalc: warning: {message}\n")
             report = check_sheets(session.graph, sheets, tol, precision)
             out = resolve_format(fmt)
             if out == "json":

@@ -123,7 +123,9 @@ Wo = _inline("wo", "Wo, [heads·d_v, d_model].")
 Q = _inline("q", "Q, given directly.")
 K = _inline("k", "K, given directly.")
 V = _inline("v", "V, given directly.")
-Scores = _inline("scores", "The scores entering this stage (softmax: its input).")
+Scores = _inline(
+    "scores", "The scores entering this stage (before the mask with --kind, the scale with --scale); -inf blocks."
+)
 Weights = _inline("weights", "A, the attention weights (for attend).")
 
 
@@ -172,7 +174,8 @@ def guarded(fn, debug: bool):
     except InputError as e:
         if debug:
             raise
-        fail(str(e))
+        hint = getattr(e, "hint", None)  # a second line: a warning that explains the error
+        fail(str(e) + (f"\n  ({hint})" if hint else ""))
     except KeyboardInterrupt:
         sys.stderr.write("\n")
         raise typer.Exit(130) from None

@@ -77,14 +77,20 @@ def known_paths(desc=None, prefix: str = ""):
             yield from known_paths(sub, path)
 
 
+def nearest(name: str, known) -> str | None:
+    """The known name closest to `name` (`wq` → `Wq`: case counts least), or None when none is close."""
+    by_lower = {k.lower(): k for k in known}
+    near = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[near[0]] if near else None
+
+
 def suggest(path: str) -> str:
     """`; did you mean position.type?` for the nearest known path, or "" when none is near."""
-    generic = re.sub(r"\[\d+\]", "[0]", path)
-    near = difflib.get_close_matches(generic, list(known_paths()), n=1, cutoff=0.6)
+    near = nearest(re.sub(r"\[\d+\]", "[0]", path), known_paths())
     if not near:
         return ""
     index = re.findall(r"\[\d+\]", path)  # put the user's own list indices back
-    mine = re.sub(r"\[0\]", lambda m: index.pop(0) if index else m.group(), near[0])
+    mine = re.sub(r"\[0\]", lambda m: index.pop(0) if index else m.group(), near)
     return f"; did you mean {mine}?"
 
 
@@ -92,7 +98,7 @@ def unknown_path(path: str) -> str | None:
     """The first part of `path` (`postion` of `postion.type`) that names no field, or None."""
     desc, walked = FIELDS, ""
     for name, index in _PART.findall(path):
-        if desc == "open":
+        if isinstance(desc, str):  # inside a value (a matrix row, a token, an open object): not a field name
             return None
         if name:
             if not isinstance(desc, dict) or name not in desc:

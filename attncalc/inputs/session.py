@@ -7,7 +7,6 @@ and the tensors a person supplied.
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ import numpy as np
 from attncalc import texts
 from attncalc.core.build import Options
 from attncalc.core.build_layers import build, stage_block
-from attncalc.core.fields import known_paths, suggest, unknown_keys, unknown_path
+from attncalc.core.fields import known_paths, nearest, suggest, unknown_keys, unknown_path
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import STAGES, Graph
 from attncalc.errors import InputError, describe
@@ -235,11 +234,11 @@ def _every_name(fx: Fixture, opts: Options) -> set[str]:
     return set()
 
 
-def _warn_unknown(kind: str, where: str, names: list[str], known) -> None:
-    near = [m for n in names for m in difflib.get_close_matches(n, list(known), n=1, cutoff=0.6)]
+def _unknown(kind: str, where: str, names: list[str], known) -> str:
+    """The warning about names nobody reads (fixture keys, document tensors), with the nearest known."""
+    near = [m for m in (nearest(n, known) for n in names) if m]
     hint = texts.t("surprises.did_you_mean", name=", ".join(near)) if near else ""
-    message = texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=", ".join(names))
-    sys.stderr.write(f"attncalc: warning: {message}\n")
+    return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=", ".join(names))
 
 
 def open_session(req: Request) -> Session:
@@ -253,8 +252,7 @@ def open_session(req: Request) -> Session:
     req.sets += _head_sets(req, raw, path)
     for assignment in req.sets:
         set_field(raw, assignment)
-    if strict and unknown_keys(raw):
-        _warn_unknown("keys", source, unknown_keys(raw), known_paths())
+    notes = [_unknown("keys", source, unknown_keys(raw), known_paths())] if strict and unknown_keys(raw) else []
     given = _inline_tensors(req)
     if not strict:
         raw.setdefault("position", {"type": "none"})  # a pasted X is used as it is
@@ -279,7 +277,12 @@ def open_session(req: Request) -> Session:
         d_k = given["Q"][1].shape[1] // (req.heads or 1)
     fx = Fixture(raw, source if source != "inline" else "", strict, prefix="fixture." if doc else "")
     opts = Options(options.get("kind"), options.get("scale"), block, d_k)
-    graph = build(fx, req.stage, opts)
+    try:
+        graph = build(fx, req.stage, opts)
+    except InputError as e:
+        e.hint = notes[0] if notes else None  # a misspelt key is often why a field is missing
+        raise
+    graph.warnings += notes
     passthrough = {}
     last = STAGES.index(req.stage)
     stale = _downstream(graph, _changed_by_options(req, doc_options, path)) if doc else set()
@@ -294,7 +297,7 @@ def open_session(req: Request) -> Session:
         known = _every_name(fx, opts)
         strange = [n for n in passthrough if n not in known]
         if strange:
-            _warn_unknown("tensors", source, strange, known)
+            graph.warnings.append(_unknown("tensors", source, strange, known))
     for name, (option, value) in given.items():
         if name not in graph.nodes:
             raise InputError(option, f"an input of the {req.stage} stage or earlier", f"{name}, a later tensor")

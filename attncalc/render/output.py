@@ -77,9 +77,9 @@ def head_notes(session: Session, values: dict) -> list[str]:
     """GQA / MQA: which query heads share which KV head, for every attention block shown."""
     from attncalc.core.ops import Scores
 
-    out = []
+    out, shown = [], set(session.graph.shown(session.stage))  # a table computes fewer: ask the graph
     for name, node in session.graph.nodes.items():
-        if isinstance(node.op, Scores) and name[:-1] + "Q" in values and node.op.sharing():
+        if isinstance(node.op, Scores) and name[:-1] + "Q" in shown and node.op.sharing():
             out.append((name[:-2] + ": " if name != "S" else "") + node.op.sharing())
     return out
 
