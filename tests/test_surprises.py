@@ -83,6 +83,11 @@ def test_debug_keeps_exit_70_and_shows_the_traceback(cli, monkeypatch):
     assert debug.exit_code == 70 and "Traceback" in debug.stderr and "RuntimeError: a bug" in debug.stderr
 
 
+def test_debug_keeps_exit_2_for_bad_input(cli):
+    result = cli("softmax", "--scores", "1 x", "--debug")
+    assert result.exit_code == 2 and "Traceback" in result.stderr and "InputError" in result.stderr
+
+
 # ---- silently accepted → named ----------------------------------------------------------------
 
 

@@ -172,8 +172,11 @@ def guarded(fn, debug: bool):
     try:
         return fn()
     except InputError as e:
-        if debug:
-            raise
+        if debug:  # the traceback, and still exit 2
+            import traceback
+
+            traceback.print_exc()
+            raise typer.Exit(2) from None
         hint = getattr(e, "hint", None)  # a second line: a warning that explains the error
         fail(str(e) + (f"\n  ({hint})" if hint else ""))
     except KeyboardInterrupt:
