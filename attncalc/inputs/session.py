@@ -143,7 +143,7 @@ def _source(req: Request):
             raise InputError("input", NO_INPUT, "nothing on standard input")
         where = "<stdin>" if path == "-" else path
         doc = read_document(text, where)
-        calculator = not ({"vocab", "embedding"} & set(doc["fixture"]))
+        calculator = bool(doc["tensors"]) and not ({"vocab", "embedding"} & set(doc["fixture"]))
         return doc["fixture"], "inline" if calculator else where, not calculator, doc
     if req.inline:
         return {}, "inline", False, None
