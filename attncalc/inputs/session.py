@@ -123,8 +123,8 @@ def set_field(raw: dict, assignment: str) -> None:
 
 
 def _source(req: Request):
-    """(fixture dict, where it came from, strict, input document or None). A document whose fixture
-    has no vocab and no embedding was made from inline matrices: it carries on as a calculator."""
+    """(fixture dict, where it came from, strict, input document or None). A document with tensors
+    whose fixture has no vocab and no embedding was made from inline matrices: it stays a calculator."""
     given = [x for x in (req.example, req.fixture, req.document) if x]
     if len(given) > 1:
         raise InputError("input", "one of --example, --fixture or a document", ", ".join(given))
@@ -276,7 +276,7 @@ def open_session(req: Request) -> Session:
     if "Q" in given:
         d_k = given["Q"][1].shape[1] // (req.heads or 1)
     fx = Fixture(raw, source if source != "inline" else "", strict, prefix="fixture." if doc else "")
-    opts = Options(options.get("kind"), options.get("scale"), block, d_k)
+    opts = Options(kind=options.get("kind"), scale=options.get("scale"), block=block, d_k=d_k)
     try:
         graph = build(fx, req.stage, opts)
     except InputError as e:
@@ -303,7 +303,17 @@ def open_session(req: Request) -> Session:
             raise InputError(option, f"an input of the {req.stage} stage or earlier", f"{name}, a later tensor")
         graph.give(name, value)
     tokens = {"source": fx.get("source") or [], "target": fx.get("target") or []}
-    return Session(raw, source, graph, req.stage, strict, options, passthrough, tokens, ["--" + k for k in req.inline])
+    return Session(
+        fixture=raw,
+        source=source,
+        graph=graph,
+        stage=req.stage,
+        strict=strict,
+        options=options,
+        passthrough=passthrough,
+        tokens=tokens,
+        typed=["--" + k for k in req.inline],
+    )
 
 
 STAGE_INPUTS = {  # what a calculator can give a stage directly instead of the weights before it
