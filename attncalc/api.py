@@ -331,7 +331,7 @@ class Calculation:
 def _as_written(value) -> str:
     """A dict worksheet as JSON text, a number given as a string ("4.30") written as that number so its
     decimals (and so its tolerance) are the ones typed; a Python float has only its shortest form (4.3)."""
-    from attncalc.check import NUMBER
+    from attncalc.inputs.worksheet import NUMBER
 
     if isinstance(value, dict):
         return "{" + ", ".join(f"{json.dumps(str(k))}: {_as_written(v)}" for k, v in value.items()) + "}"
@@ -346,8 +346,8 @@ def _as_written(value) -> str:
 def read_worksheet(worksheet) -> dict:
     """A worksheet as check reads it: a dict of tensors (lists or arrays), a path, the text itself, or
     what `check.parse_worksheet` made of one (the command line reads the worksheet first)."""
-    from attncalc.check import Sheet, parse_worksheet
     from attncalc.inputs.session import read_text
+    from attncalc.inputs.worksheet import Sheet, parse_worksheet
 
     if isinstance(worksheet, dict) and worksheet and all(isinstance(v, Sheet) for v in worksheet.values()):
         return worksheet

@@ -160,7 +160,7 @@ class Model:
         self.decoder_only = not fx.has("encoder")
         bos, eos = fx.special("bos"), fx.special("eos")
         self.eos = eos if eos in self.vocab else None
-        source = fx.tokens("source", required=not self.decoder_only)
+        source = fx.tokens("source", required=not self.decoder_only, nonempty=not self.decoder_only)
         if self.decoder_only:
             self.prompt = source or ([bos] if bos in self.vocab else [])
             self.enc_labels = self.enc_pad = self.enc_out = self.encoder = None
@@ -334,6 +334,21 @@ def _export_full(g: Graph, n: int, first: bool) -> dict[str, Tensor]:
     return out
 
 
+MAX_NEW_TOKENS = 4096  # per run, for a model whose fixture does not say its context (max_positions)
+
+
+def token_limit(model: Model) -> tuple[int, str]:
+    """How many new tokens fit: the model's context (max_positions, or a learned position table's rows)
+    less the prompt, whose last token the first new one follows; else MAX_NEW_TOKENS."""
+    fx = model.fx
+    context, why = (fx.integer("max_positions") if fx.has("max_positions") else None), "max_positions"
+    if context is None and fx.get("position.type") == "learned":
+        context, why = len(fx.get("position.table") or []), "position.table rows"
+    if context is None:
+        return MAX_NEW_TOKENS, "attncalc's limit for a fixture without max_positions"
+    return max(context - len(model.prompt) + 1, 0), f"a context of {context} positions ({why}), less the prompt"
+
+
 @dataclass
 class Step:
     """One decoding step: what went in, what came out, what it cost."""
@@ -359,9 +374,13 @@ class Generation:
     prompt: list[str]
 
 
-def generate(model: Model, s: Settings, keep: bool = True, stop_at_eos: bool = True) -> Generation:
-    """Decode from the prompt until eos or s.max_new_tokens new tokens (stop_at_eos=False: always N)."""
+def generate(model: Model, s: Settings, keep: bool = True, stop_at_eos: bool = True, on_step=None) -> Generation:
+    """Decode from the prompt until eos or s.max_new_tokens new tokens (stop_at_eos=False: always N);
+    `on_step(done)` after each step (progress)."""
     s.check()
+    limit, why = token_limit(model)
+    if s.max_new_tokens > limit:
+        raise InputError("--max-new-tokens", f"at most {limit} ({why})", str(s.max_new_tokens))
     rng = np.random.default_rng(s.seed)
     fed, new = list(model.prompt), list(model.prompt)  # every token the decoder has seen; this step's
     past: dict = {}
@@ -405,6 +424,8 @@ def generate(model: Model, s: Settings, keep: bool = True, stop_at_eos: bool = T
             Step(i, list(new), total - n, total, logits, g.value("probs")[-1], choice, token, macs, seconds, tensors)
         )
         generated.append(token)
+        if on_step is not None:
+            on_step(i + 1)
         if stop_at_eos and token == model.eos:
             break
         fed.append(token)

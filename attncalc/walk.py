@@ -21,6 +21,7 @@ from attncalc.core.layer_ops import Activation, RMSNorm, SwiGLU
 from attncalc.core.ops import Affine, Identity, Scores
 from attncalc.core.position_ops import MaskMatrix
 from attncalc.errors import InputError
+from attncalc.inputs.examples import example_names
 from attncalc.inputs.literal import cell_label, parse_cell
 from attncalc.inputs.session import Request, Session, evaluate, open_session
 
@@ -105,7 +106,7 @@ def open_walk(example=None, fixture=None, sets=(), lang="en", start=None, end=No
     """Build the deepest stage the input supports (up to --to) and the screens from --from on."""
     lo, hi = stage_range(start, end)
     if not (example or fixture):
-        raise InputError("input", "--example NAME (woaini, wochiyu) or --fixture FILE", "nothing")
+        raise InputError("input", f"--example NAME ({', '.join(example_names())}) or --fixture FILE", "nothing")
     top = min(hi, len(STAGES) - 1)
     error = None
     for k in range(top, -1, -1):

@@ -11,8 +11,9 @@ a ratio to the floor next to the goal:
   b  `attncalc --help` against the minimal app's `--help`; NumPy must not be imported;
   c  the seven-stage pipe `embed | pe | qkv | scores | mask | softmax | attend` against one stage;
   d  one attention block at real size, attncalc driven through the CLI (`attend --fixture
-     F --only Z -f json`) against a plain NumPy script reading the same fixture and writing
-     the same Z (and torch's scaled_dot_product_attention where installed): time and peak RSS;
+     F --only Z -f json`, and `attend --fixture F -f table` as a person at a terminal runs it)
+     against a plain NumPy script reading the same fixture and writing the same Z (and torch's
+     scaled_dot_product_attention where installed): time and peak RSS;
   e  generation with and without the KV cache, when `attncalc generate` exists.
 """
 
@@ -71,7 +72,10 @@ else:
     s /= s.sum(-1, keepdims=True)
     o = s @ v                                                             # [h, n, d_k]
 z = o.transpose(1, 0, 2).reshape(n, h * dk) @ np.array(p["Wo"])
-sys.stdout.write(json.dumps({"fixture": fx, "tensors": {"Z": z.tolist()}}) + "\n")  # as a pipe document
+if sys.argv[3:] == ["print"]:
+    print(z)                                                              # a summary, as a table is
+else:
+    sys.stdout.write(json.dumps({"fixture": fx, "tensors": {"Z": z.tolist()}}) + "\n")  # as a pipe document
 """
 
 
@@ -269,6 +273,11 @@ def bench_large(runs, sizes):
             (t, m, _), (ft, fm, _) = compare(max(3, runs // 3), lambda: run(cmd), lambda: run(floor))
             row("d", f"{label} time", t, ft, "s", 1.5, "CLI: attend --fixture F --only Z -f json vs NumPy")
             row("d", f"{label} peak RSS", m, fm, "MB", 1.5, "same runs, peak RSS (wait4)")
+            table = ATTNCALC + ["attend", "--fixture", path, "-f", "table"]  # what a person at a terminal runs
+            printed = floor + ["print"]  # the floor prints NumPy's summary of Z instead of writing it all
+            (t2, m2, _), (ft2, fm2, _) = compare(max(3, runs // 3), lambda: run(table), lambda: run(printed))
+            row("d", f"{label} table, time", t2, ft2, "s", 1.2, "CLI: attend --fixture F -f table vs print(Z)")
+            row("d", f"{label} table, peak RSS", m2, fm2, "MB", 1.2, "same runs, peak RSS (wait4)")
             if have_torch:
                 (tt, tm, _), _ = compare(max(3, runs // 3), lambda: run([PY, "-c", FLOOR, path, "torch"]), lambda: 0)
                 row("d", f"{label} torch SDPA time", t, tt, "s", None, "attncalc vs torch (incl. import torch)")
@@ -320,6 +329,7 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=9, help="runs per figure (median)")
     ap.add_argument("--only", default="a,b,c,d,e", help="sections to run")
     ap.add_argument("--skip-large", action="store_true", help="leave out section d")
+    ap.add_argument("--sizes", default="1024x512x8,4096x128x8", help="section d: NxDxHEADS,…")
     ap.add_argument("--cold", action="store_true", help="no bytecode cache (every run compiles attncalc)")
     args = ap.parse_args(argv)
     if args.cold:
@@ -341,7 +351,7 @@ def main(argv=None):
     if "c" in sections:
         bench_pipe(args.runs)
     if "d" in sections:
-        bench_large(args.runs, [(1024, 512, 8), (4096, 128, 8)])
+        bench_large(args.runs, [tuple(map(int, size.split("x"))) for size in args.sizes.split(",")])
     if "e" in sections:
         bench_generate(args.runs)
     print(table())

@@ -152,14 +152,16 @@ def test_bad_options(cli, args, fragments):
 
 
 def test_no_input_at_a_terminal_does_not_wait():
+    """Issue 14 changed what it does: the bundled example, said on stderr, instead of exit 2."""
     pexpect = pytest.importorskip("pexpect")
     child = pexpect.spawn(
         sys.executable, ["-m", "attncalc", "qkv"], env={**os.environ, "NO_COLOR": "1"}, encoding="utf-8", timeout=20
     )
     child.expect(pexpect.EOF)
     child.close()
-    assert child.exitstatus == 2
-    assert "standard input is a terminal" in child.before and "Traceback" not in child.before
+    assert child.exitstatus == 0
+    assert "bundled example woaini" in child.before and "Q = H·Wq" in child.before
+    assert "Traceback" not in child.before
 
 
 def test_debug_shows_the_traceback():

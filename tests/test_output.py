@@ -92,7 +92,7 @@ def test_narrow_terminal_summarises_instead_of_cutting_numbers(columns):
         ["scores", "--scores", f"{text}; {text}", "-f", "table", "--no-work", "-p", "6", "--only", "S"],
         env={"COLUMNS": str(columns)},
     ).stdout
-    header, *rows = table_block(out, "S = ")
+    header, *rows = table_block(out, "S (given)")  # --scores at the scores stage is S, titled as given
     assert all(cell_len(line) <= columns for line in out.splitlines()), out
     assert "…" in header.split()  # summarised: a gap column, not wrapped or cut
     cols = [int(w) for w in header.split() if w != "…"]
@@ -143,8 +143,8 @@ def test_table_at_n_4096_formats_only_the_visible_cells(tmp_path, monkeypatch):
     from attncalc.render import table as table_mod
 
     calls = []
-    real_fmt = table_mod.fmt
-    monkeypatch.setattr(table_mod, "fmt", lambda x, p=3: calls.append(x) or real_fmt(x, p))
+    real_fmt = table_mod.cell_text  # every cell a table draws is formatted by view.cell_text
+    monkeypatch.setattr(table_mod, "cell_text", lambda x, p=3: calls.append(x) or real_fmt(x, p))
     path = big_fixture(tmp_path / "big.json", 4096)
     result = run(["softmax", "--fixture", path, "-f", "table", "--only", "A"])
     assert result.exit_code == 0, result.stderr

@@ -10,6 +10,7 @@ import typer
 
 from attncalc import __version__
 from attncalc.cli import options as o
+from attncalc.cli.help_examples import epilog
 
 app = o.App(
     name="attncalc",
@@ -44,7 +45,7 @@ def _version(value: bool):
 @app.callback()
 def main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
 ):
     """attncalc"""
@@ -98,12 +99,15 @@ def stage_command(stage: str):
             check_choices(fmt, kind, lang)
             o.quiet_blas_threads()
             from attncalc.api import Calculation
-            from attncalc.render.output import emit
+            from attncalc.render.output import drawn_names, emit, resolve_format
 
             req = o.request(ctx, stage)
             calc = Calculation(req)
             names = [n.strip() for n in only.split(",")] if only else None
-            values = calc.values(None if cell else names)  # --only: compute (and hold) only those
+            wanted = None if cell else names  # --only: compute (and hold) only those
+            if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
+                wanted = drawn_names(calc.session)  # a table draws the stage's own tensors: release the rest
+            values = calc.values(wanted)
             if not values:
                 from attncalc.errors import InputError
 
@@ -165,3 +169,6 @@ for _module in (
     schema_cmd,
 ):  # after `app` exists
     _module.register(app)
+
+for _info in app.registered_commands:  # a few runnable examples under every command's --help
+    _info.epilog = _info.epilog or epilog(_info.name or _info.callback.__name__)

@@ -57,11 +57,12 @@ def register(app: typer.Typer) -> None:
 
         def run():
             from attncalc.api import Calculation
-            from attncalc.check import parse_worksheet, stage_for
+            from attncalc.check import stage_for
             from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
             from attncalc.inputs.document import dumps
             from attncalc.inputs.session import read_text
+            from attncalc.inputs.worksheet import parse_worksheet
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, kind, lang, "check")
@@ -82,6 +83,8 @@ def register(app: typer.Typer) -> None:
             sheets = parse_worksheet(read_text(worksheet), source)
             req = o.request(ctx, stage_for(sheets))
             calc = Calculation(req)
+            for message in calc.graph.warnings:  # unknown fixture keys
+                sys.stderr.write(f"attncalc: warning: {message}\n")
             report = calc.check(sheets, tol=tol, precision=precision).to_dict()
             out = resolve_format(fmt)
             if out == "json":

@@ -113,6 +113,37 @@ def _model(req):
     return calc.session, calc.decoder_model()
 
 
+class Progress:
+    """A progress bar on stderr for a generation that runs longer than `after` seconds, only when stderr
+    is a terminal (a pipe or a log gets nothing); it disappears when the run ends."""
+
+    def __init__(self, total: int, after: float = 2.0):
+        import time
+
+        self.total, self.after, self.clock = total, after, time.monotonic
+        self.start, self.bar, self.task = self.clock(), None, None
+
+    def update(self, done: int) -> None:
+        if self.bar is None and self.clock() - self.start >= self.after and sys.stderr.isatty():
+            from rich.progress import Progress as Bar
+
+            from attncalc import texts
+            from attncalc.render.table import console
+
+            self.bar = Bar(console=console(stderr=True), transient=True)
+            self.task = self.bar.add_task(texts.t("surprises.progress"), total=self.total)
+            self.bar.start()
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+
+
 def register(app) -> None:
     @app.command("generate", help=HELP)
     def generate(
@@ -147,7 +178,8 @@ def register(app) -> None:
             from attncalc.decoding import generate as run_generation
             from attncalc.render import steps as render
 
-            result = run_generation(model, settings)
+            with Progress(settings.max_new_tokens) as progress:
+                result = run_generation(model, settings, on_step=progress.update)
             for message in session.graph.warnings:
                 sys.stderr.write(f"attncalc: warning: {message}\n")
             names = [n.strip() for n in only.split(",") if n.strip()] if only else None

@@ -10,6 +10,7 @@ import typer
 
 from attncalc import texts
 from attncalc.core.names import MASK_KINDS
+from attncalc.inputs.examples import example_names
 from attncalc.render import formats
 
 INPUT = "Input"
@@ -28,7 +29,7 @@ def optional(*flags: str, help: str, panel: str | None = None, kind: type = str,
 Document = Annotated[
     Optional[str], typer.Argument(help="A pipe document or fixture (JSON); - reads stdin.", show_default=False)
 ]
-Example = optional("--example", "-e", help="A bundled example: woaini, wochiyu, …", panel=INPUT)
+Example = optional("--example", "-e", help="A bundled example: " + ", ".join(example_names()) + ".", panel=INPUT)
 FixturePath = optional("--fixture", help="A fixture file (JSON, docs/fixture.md).", panel=INPUT)
 
 
@@ -69,7 +70,11 @@ Wo = optional("--wo", help="Wo, [heads·d_v, d_model].", panel=INLINE)
 Q = optional("--q", help="Q, given directly.", panel=INLINE)
 K = optional("--k", help="K, given directly.", panel=INLINE)
 V = optional("--v", help="V, given directly.", panel=INLINE)
-Scores = optional("--scores", help="The scores entering this stage (softmax: its input).", panel=INLINE)
+Scores = optional(
+    "--scores",
+    help="The scores entering this stage (before the mask with --kind, the scale with --scale); -inf blocks.",
+    panel=INLINE,
+)
 Weights = optional("--weights", help="A, the attention weights (for attend).", panel=INLINE)
 
 
@@ -129,14 +134,20 @@ def fail(message: str, code: int = 2) -> None:
 def guarded(fn, debug: bool):
     """Run fn; bad input → exit 2 with its message; Ctrl-C → 130; never a traceback unless --debug."""
     from attncalc.errors import InputError
+    from attncalc.terminal import readable_streams
 
+    readable_streams()
     debug = debug or bool(os.environ.get("ATTNCALC_DEBUG"))
     try:
         return fn()
     except InputError as e:
-        if debug:
-            raise
-        fail(str(e))
+        if debug:  # the traceback, and still exit 2
+            import traceback
+
+            traceback.print_exc()
+            raise typer.Exit(2) from None
+        hint = getattr(e, "hint", None)  # a second line: a warning that explains the error
+        fail(str(e) + (f"\n  ({hint})" if hint else ""))
     except KeyboardInterrupt:
         sys.stderr.write("\n")
         raise typer.Exit(130) from None
@@ -147,8 +158,11 @@ def guarded(fn, debug: bool):
     except (typer.Exit, SystemExit):
         raise
     except Exception as e:  # a bug: still one line, with a way to see more
-        if debug:
-            raise
+        if debug:  # the traceback, and still exit 70 (an uncaught exception would make it 1)
+            import traceback
+
+            traceback.print_exc()
+            raise typer.Exit(70) from None
         fail(f"internal error ({type(e).__name__}: {e}); rerun with --debug and report it", 70)
 
 
@@ -223,6 +237,7 @@ def plain_coercion(command, ctx) -> None:
 
 
 _UsageError = typer.core._click.exceptions.UsageError
+_NoArgs = typer.core._click.exceptions.NoArgsIsHelpError
 
 
 class OneLineUsageError(_UsageError):
@@ -234,7 +249,7 @@ class OneLineUsageError(_UsageError):
 
 
 def _one_line(e):
-    if isinstance(e, OneLineUsageError):
+    if isinstance(e, (OneLineUsageError, _NoArgs)):  # bare `attncalc`: its help, which is no error message
         return e
     short = OneLineUsageError(e.format_message(), e.ctx)
     short.exit_code = e.exit_code
@@ -264,6 +279,9 @@ class App(typer.Typer):
     ~300 options first, 30 ms of every start-up). `attncalc --help` and completion still see them all."""
 
     def __call__(self, *args, **kwargs):
+        from attncalc.terminal import readable_streams
+
+        readable_streams()  # --help too: its text has × and → that an ASCII terminal cannot hold
         argv = kwargs.get("args", args[0] if args else None)
         argv = sys.argv[1:] if argv is None else list(argv)
         name = next((a for a in argv if not a.startswith("-")), None)  # the group's options take no value

@@ -65,9 +65,14 @@ def walk(
             raise InputError("--quiz/--export", "a walk on the terminal (not -f markdown)", "-f markdown")
         if export and not export.lower().endswith((".html", ".svg")):
             raise InputError("--export", "a file name ending in .html or .svg", repr(export))
+        from attncalc.inputs.examples import DEFAULT_EXAMPLE
         from attncalc.walk import markdown, open_walk
 
-        w = open_walk(example, fixture, sets or [], lang or texts.default_lang(), start, end, precision)
+        name = example
+        if not (example or fixture):  # `attncalc walk` alone: the bundled example, said on stderr
+            name = DEFAULT_EXAMPLE
+            sys.stderr.write(f"attncalc: {texts.t('surprises.default_example', name=name)}\n")
+        w = open_walk(name, fixture, sets or [], lang or texts.default_lang(), start, end, precision)
         for message in w.session.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")
         if fmt == "markdown":
@@ -271,7 +276,7 @@ def judge(answer: str, value: float, tolerance=None):
 
     import numpy as np
 
-    from attncalc.check import NEG_INF
+    from attncalc.inputs.literal import NEG_INF
     from attncalc.tolerance import written
 
     text = answer.strip().replace("−", "-")

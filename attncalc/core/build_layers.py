@@ -327,12 +327,18 @@ def output(b: Builder, dec_out: str, labels, label_tokens, loss_rows) -> None:
         )
 
 
+def stage_block(fx: Fixture, block: str | None = None) -> str:
+    """The attention block the stage commands show (docs/fixture.md): --block, else the first that exists."""
+    candidates = ("attention", "encoder.layers[0].self_attention", "decoder.layers[0].self_attention")
+    return block or next((p for p in candidates if fx.has(p)), "attention")
+
+
 def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
     """The graph of every tensor up to stage `upto` (one of graph.STAGES)."""
     b = Builder(fx, opts)
     last = STAGES.index(upto)
     decoder_only = fx.has("decoder") and not fx.has("encoder")
-    source = fx.tokens("source", required=fx.strict) if fx.strict or fx.has("source") else None
+    source = fx.tokens("source", required=True, nonempty=True) if fx.strict or fx.has("source") else None
     pad = fx.special("pad") if fx.strict else None
     key_is_pad = [t == pad for t in source] if source else None
     labels = source
@@ -342,18 +348,7 @@ def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
         x = b.g.add(Node("X", stage="embed", formula="X (given)", missing="X (give --x, or a fixture)"))
     h = b.add_positions(x, labels)
     if last >= STAGES.index("qkv"):
-        path = (
-            opts.block
-            if opts and opts.block
-            else next(
-                (
-                    p
-                    for p in ("attention", "encoder.layers[0].self_attention", "decoder.layers[0].self_attention")
-                    if fx.has(p)
-                ),
-                "attention",
-            )
-        )
+        path = stage_block(fx, opts.block if opts else None)
         kind = opts.kind if opts and opts.kind else ("causal" if path.startswith("decoder") else "none")
         attn_in = h
         part = path.split(".")[0]

@@ -215,8 +215,9 @@ class Fixture:
             seen[t] = k
         return vocab
 
-    def tokens(self, key: str, required: bool = True) -> list[str]:
-        """The token list `key` (source, target), each checked against the vocab."""
+    def tokens(self, key: str, required: bool = True, nonempty: bool = False) -> list[str]:
+        """The token list `key` (source, target), each checked against the vocab (`nonempty`: the
+        source, which every matrix has a row for, needs at least one; a target may be empty)."""
         value = self.get(key)
         if value is None:
             if required:
@@ -226,6 +227,8 @@ class Fixture:
             value = value.split()
         if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
             raise InputError(self.where(key), "a list of token strings", describe(value))
+        if nonempty and not value:
+            raise InputError(self.where(key), "at least one token", describe(value))
         known = set(self.vocab())
         for k, t in enumerate(value):
             if t not in known:

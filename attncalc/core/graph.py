@@ -177,7 +177,8 @@ class Graph:
     def explain(self, name: str, idx: tuple, inputs: dict | None = None) -> Expansion:
         """The arithmetic of cell `idx` of `name`, from the graph's inputs or from `inputs`."""
         node = self.node(name)
-        if node.is_leaf or name in self.given and inputs is None and not node.inputs:
+        supplied = name in self.given and inputs is None  # from the inputs when they are known, else as given
+        if node.is_leaf or supplied and not all(self.can_compute(i) for i in node.inputs):
             v = float(self.value(name)[idx])
             return Expansion([["given"]], v, "a value you supplied" if name in self.given else "a fixture weight")
         vals = [inputs[i] if inputs and i in inputs else self.value(i) for i in node.inputs]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 
 from attncalc.core.fixture import to_array
 from attncalc.errors import InputError, describe
+from attncalc.terminal import is_utf
 
 VERSION = 1
 
@@ -37,8 +39,9 @@ def _tensor(name: str, value) -> object:
 
 
 def dumps(doc: dict) -> str:
+    """Strict JSON; \\u escapes where standard output cannot hold a character (an ASCII terminal)."""
     try:
-        return json.dumps(doc, ensure_ascii=False, allow_nan=False)
+        return json.dumps(doc, ensure_ascii=not is_utf(sys.stdout), allow_nan=False)
     except ValueError:  # a NaN / Infinity the stage never read (an echoed fixture field): name it
         raise InputError(_non_finite(doc) or "output", "finite numbers (strict JSON)", "NaN or Infinity") from None
 

@@ -6,6 +6,8 @@ import json
 
 from attncalc.errors import InputError
 
+DEFAULT_EXAMPLE = "woaini"  # what a command with no input at all walks through (the one-line set-up promise)
+
 
 def examples_dir():
     """The bundled examples: a plain folder when installed (wheel or checkout); importlib.resources

@@ -12,9 +12,12 @@ import numpy as np
 from attncalc.core.fixture import to_array
 from attncalc.errors import InputError, describe
 
+NEG_INF = {"-inf", "−inf", "-∞", "−∞", "-infinity"}  # a blocked score, as people write it
 
-def parse_matrix(text: str, option: str) -> np.ndarray:
-    """A 2-D float array from a literal; errors name the option, the row and the cell."""
+
+def parse_matrix(text: str, option: str, allow_neg_inf: bool = False) -> np.ndarray:
+    """A 2-D float array from a literal; errors name the option, the row and the cell. With
+    `allow_neg_inf` (scores), a blocked cell may be written -inf, −∞ or -∞ ("-inf" in a JSON list)."""
     text = text.strip()
     if not text:
         raise InputError(option, 'a matrix such as "1 0; 0 1"', "an empty string")
@@ -32,7 +35,7 @@ def parse_matrix(text: str, option: str) -> np.ndarray:
             raise InputError(option, "finite numbers", str(e)) from None
         if isinstance(value, list) and value and not isinstance(value[0], list):
             value = [value]
-        arr = to_array(value, option)
+        arr = to_array(value, option, allow_neg_inf)
     else:
         rows = [r for r in text.replace("\n", ";").split(";") if r.strip()]
         parsed = []
@@ -40,12 +43,16 @@ def parse_matrix(text: str, option: str) -> np.ndarray:
             cells = row.replace(",", " ").split()
             numbers = []
             for j, cell in enumerate(cells):
+                if allow_neg_inf and cell.lower() in NEG_INF:
+                    numbers.append(-math.inf)
+                    continue
                 try:
                     x = float(cell)
                 except ValueError:
                     raise InputError(f"{option} row {i + 1}, number {j + 1}", "a number", repr(cell)) from None
                 if not math.isfinite(x):
-                    raise InputError(f"{option} row {i + 1}, number {j + 1}", "a finite number", repr(cell))
+                    also = " (or -inf, −∞ for a blocked cell)" if allow_neg_inf else ""
+                    raise InputError(f"{option} row {i + 1}, number {j + 1}", "a finite number" + also, repr(cell))
                 numbers.append(x)
             if parsed and len(numbers) != len(parsed[0]):
                 raise InputError(

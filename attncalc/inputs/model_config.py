@@ -37,6 +37,8 @@ def read_config(path: str) -> dict:
         raise InputError(path, "a readable config.json file", e.strerror or type(e).__name__) from None
     except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError
         raise InputError(path, "valid UTF-8 JSON", str(e)) from None
+    except RecursionError:
+        raise InputError(path, "JSON nested less deeply", "too many levels of nesting") from None
     if not isinstance(data, dict):
         raise InputError(path, "a JSON object", type(data).__name__)
     return data

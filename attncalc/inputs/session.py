@@ -13,13 +13,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from attncalc import texts
 from attncalc.core.build import Options
-from attncalc.core.build_layers import build
+from attncalc.core.build_layers import build, stage_block
+from attncalc.core.fields import known_paths, nearest, suggest, unknown_keys, unknown_path
 from attncalc.core.fixture import PATH_PART, Fixture
 from attncalc.core.graph import STAGES, Graph
 from attncalc.errors import InputError, describe
 from attncalc.inputs.document import document_from, read_document
-from attncalc.inputs.examples import load_example
+from attncalc.inputs.examples import DEFAULT_EXAMPLE, load_example
 from attncalc.inputs.literal import parse_matrix
 
 MAIN = {
@@ -69,6 +71,7 @@ class Session:
     options: dict
     passthrough: dict  # tensors of the input document the graph does not make (kept: docs/document.md)
     tokens: dict
+    typed: list = field(default_factory=list)  # the inline options given (--x, --wq, …), for messages
 
 
 def read_text(path: str) -> str:
@@ -90,6 +93,9 @@ def set_field(raw: dict, assignment: str) -> None:
     parts = PATH_PART.findall(key.strip())
     if not parts:
         raise InputError("--set", "a field path such as attention.kv_heads", repr(key))
+    unknown = unknown_path(key.strip())
+    if unknown:  # a misspelt key would otherwise be added beside the real one and change nothing
+        raise InputError(f"--set {key}", "a fixture field (docs/fixture.md)", f"{unknown!r}{suggest(key.strip())}")
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
@@ -116,7 +122,8 @@ def set_field(raw: dict, assignment: str) -> None:
 
 
 def _source(req: Request):
-    """(fixture dict, where it came from, strict, input document or None)."""
+    """(fixture dict, where it came from, strict, input document or None). A document with tensors
+    whose fixture has no vocab and no embedding was made from inline matrices: it stays a calculator."""
     given = [x for x in (req.example, req.fixture, req.document) if x] + (["a dict"] if req.data is not None else [])
     if len(given) > 1:
         raise InputError("input", "one of --example, --fixture or a document", ", ".join(given))
@@ -133,18 +140,23 @@ def _source(req: Request):
     if req.fixture:
         doc = read_document(read_text(req.fixture), req.fixture)
         return doc["fixture"], req.fixture, True, doc if doc.get("tensors") else None
-    if req.document or not (req.inline or sys.stdin is None or sys.stdin.isatty()):
+    at_terminal = sys.stdin is None or sys.stdin.isatty()
+    if req.document or not at_terminal:
         path = req.document or "-"
         text = read_text(path)
         if not text.strip() and not req.document:
             if req.inline:
                 return {}, "inline", False, None
             raise InputError("input", NO_INPUT, "nothing on standard input")
-        doc = read_document(text, "<stdin>" if path == "-" else path)
-        return doc["fixture"], "<stdin>" if path == "-" else path, True, doc
+        where = "<stdin>" if path == "-" else path
+        doc = read_document(text, where)
+        calculator = bool(doc["tensors"]) and not ({"vocab", "embedding"} & set(doc["fixture"]))
+        return doc["fixture"], "inline" if calculator else where, not calculator, doc
     if req.inline:
         return {}, "inline", False, None
-    raise InputError("input", NO_INPUT, "nothing (standard input is a terminal)")
+    # nothing given at a terminal: the bundled example, said on stderr (stdout stays the result)
+    sys.stderr.write(f"attncalc: {texts.t('surprises.default_example', name=DEFAULT_EXAMPLE)}\n")
+    return load_example(DEFAULT_EXAMPLE), f"example {DEFAULT_EXAMPLE}", True, None
 
 
 def check_shape(node, value, where: str) -> None:
@@ -161,6 +173,81 @@ def check_shape(node, value, where: str) -> None:
         )
 
 
+def _head_sets(req: Request, raw: dict, path: str) -> list[str]:
+    """`--heads H` (and `--kv-heads G`) as --set lines. `--heads` alone keeps the fixture's
+    query-to-KV ratio (woaini's 1:1 stays ordinary multi-head, not MQA); where H is not a multiple of it,
+    `--kv-heads` must say what is meant."""
+    out = [f"{path}.{key}={value}" for key, value in (("heads", req.heads), ("kv_heads", req.kv_heads)) if value]
+    if req.heads is None or req.kv_heads is not None:
+        return out
+    fx = Fixture(raw, strict=False)
+    old = fx.integer(f"{path}.heads", fx.integer("attention.heads", 1))
+    kv = fx.integer(f"{path}.kv_heads", fx.integer("attention.kv_heads", old) if path != "attention" else old)
+    ratio = old // kv if kv and old % kv == 0 else 1
+    if req.heads % ratio:
+        raise InputError(
+            "--heads",
+            f"a multiple of {ratio} (the fixture's {old} query heads share {kv} KV heads), or --kv-heads as well",
+            str(req.heads),
+        )
+    return out + [f"{path}.kv_heads={req.heads // ratio}"]
+
+
+def _scores_entry(req: Request) -> str:
+    """The tensor `--scores` supplies: the stage's input, or earlier when an option of the command line
+    changes what follows (`softmax --scores … --kind causal` masks them; `--scale` scales them)."""
+    if req.scale is not None and req.stage in ("scores", "mask", "softmax", "attend"):
+        return "S"
+    if req.kind is not None and req.stage in ("mask", "softmax", "attend"):
+        return "S_scaled"
+    return {"scores": "S", "mask": "S_scaled"}.get(req.stage, "S_masked")
+
+
+def _inline_tensors(req: Request) -> dict[str, tuple[str, np.ndarray]]:
+    """Tensor name → (the option that gave it, its value)."""
+    given = {}
+    for opt, text in req.inline.items():
+        if opt in TENSOR_OPTIONS:
+            given[TENSOR_OPTIONS[opt]] = ("--" + opt, parse_matrix(text, "--" + opt))
+        elif opt == "scores":
+            given[_scores_entry(req)] = ("--scores", parse_matrix(text, "--scores", allow_neg_inf=True))
+    return given
+
+
+def _changed_by_options(req: Request, doc_options: dict, path: str) -> set[str]:
+    """Nodes a document's tensors must not stand in for because this command line changes them
+    (`mask --kind causal | softmax --kind none` computes the softmax without the causal mask)."""
+    out = set()
+    default_kind = "causal" if path.startswith("decoder") else "none"
+    if req.kind is not None and req.kind != (doc_options.get("kind") or default_kind):
+        out.add("M")
+    if req.scale is not None and req.scale != doc_options.get("scale"):
+        out.add("S_scaled")
+    return out
+
+
+def _downstream(graph: Graph, names: set[str]) -> set[str]:
+    return {n for n in graph.nodes if graph.upstream([n]) & names} if names else set()
+
+
+def _every_name(fx: Fixture, opts: Options) -> set[str]:
+    """Every tensor name the fixture could give at any stage (to tell a later stage's tensors, which a
+    document carries through, from names nobody makes)."""
+    for stage in reversed(STAGES):
+        try:
+            return set(build(fx, stage, opts).nodes)
+        except InputError:
+            continue
+    return set()
+
+
+def _unknown(kind: str, where: str, names: list[str], known) -> str:
+    """The warning about names nobody reads (fixture keys, document tensors), with the nearest known."""
+    near = [m for m in (nearest(n, known) for n in names) if m]
+    hint = texts.t("surprises.did_you_mean", name=", ".join(near)) if near else ""
+    return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=", ".join(names))
+
+
 def deepest_stage(raw: dict) -> str:
     """The last stage a fixture has the parts for: decoder, encoder, else one attention block."""
     return "decoder" if raw.get("decoder") else "encoder" if raw.get("encoder") else "attend"
@@ -172,26 +259,19 @@ def open_session(req: Request) -> Session:
         req = replace(req, stage=deepest_stage(raw))
     doc_options = dict(doc.get("options") or {}) if doc else {}
     block = req.block or doc_options.get("block")
-    path = block or "attention"
+    path = stage_block(Fixture(raw, strict=False), block) if isinstance(raw, dict) else "attention"
     for opt, text in req.inline.items():
         if opt in WEIGHT_OPTIONS:
             req.sets.append(f"{path}.{WEIGHT_OPTIONS[opt]}={json.dumps(parse_matrix(text, '--' + opt).tolist())}")
-    if req.heads is not None:
-        req.sets.append(f"{path}.heads={req.heads}")
-    if req.kv_heads is not None:
-        req.sets.append(f"{path}.kv_heads={req.kv_heads}")
+    req.sets += _head_sets(req, raw, path)
     for assignment in req.sets:
         set_field(raw, assignment)
-    given = {}
-    for opt, text in req.inline.items():
-        if opt in TENSOR_OPTIONS:
-            given[TENSOR_OPTIONS[opt]] = parse_matrix(text, "--" + opt)
-        elif opt == "scores":
-            given[{"mask": "S_scaled", "scores": "S"}.get(req.stage, "S_masked")] = parse_matrix(text, "--scores")
+    notes = [_unknown("keys", source, unknown_keys(raw), known_paths())] if strict and unknown_keys(raw) else []
+    given = _inline_tensors(req)
     if not strict:
         raw.setdefault("position", {"type": "none"})  # a pasted X is used as it is
     if not strict and "d_model" not in raw:
-        d = given["X"].shape[1] if "X" in given else None
+        d = given["X"][1].shape[1] if "X" in given else None
         if d is None:
             w = (raw.get("attention") or {}).get("Wq")
             d = len(w) if w else None
@@ -208,24 +288,80 @@ def open_session(req: Request) -> Session:
     }
     d_k = None
     if "Q" in given:
-        d_k = given["Q"].shape[1] // (req.heads or 1)
+        d_k = given["Q"][1].shape[1] // (req.heads or 1)
     fx = Fixture(raw, source if source != "inline" else "", strict, prefix="fixture." if doc else "")
-    graph = build(fx, req.stage, Options(options.get("kind"), options.get("scale"), block, d_k))
+    opts = Options(kind=options.get("kind"), scale=options.get("scale"), block=block, d_k=d_k)
+    try:
+        graph = build(fx, req.stage, opts)
+    except InputError as e:
+        e.hint = notes[0] if notes else None  # a misspelt key is often why a field is missing
+        raise
+    graph.warnings += notes
     passthrough = {}
     last = STAGES.index(req.stage)
+    stale = _downstream(graph, _changed_by_options(req, doc_options, path)) if doc else set()
     for name, value in (doc.get("tensors") if doc else {}).items():
         node = graph.nodes.get(name)
         if node is None or not node.shown:
             passthrough[name] = value
-        elif STAGES.index(node.stage) < last:
+        elif STAGES.index(node.stage) < last and name not in stale:
             check_shape(node, value, f"{source}: tensors.{name}")
             graph.give(name, value)
-    for name, value in given.items():
+    if passthrough:
+        known = _every_name(fx, opts)
+        strange = [n for n in passthrough if n not in known]
+        if strange:
+            graph.warnings.append(_unknown("tensors", source, strange, known))
+    for name, (option, value) in given.items():
         if name not in graph.nodes:
-            raise InputError("--" + name.lower(), "a tensor this stage uses", name)
+            raise InputError(option, f"an input of the {req.stage} stage or earlier", f"{name}, a later tensor")
         graph.give(name, value)
     tokens = {"source": fx.get("source") or [], "target": fx.get("target") or []}
-    return Session(raw, source, graph, req.stage, strict, options, passthrough, tokens)
+    return Session(
+        fixture=raw,
+        source=source,
+        graph=graph,
+        stage=req.stage,
+        strict=strict,
+        options=options,
+        passthrough=passthrough,
+        tokens=tokens,
+        typed=["--" + k for k in req.inline],
+    )
+
+
+STAGE_INPUTS = {  # what a calculator can give a stage directly instead of the weights before it
+    "embed": "--x",
+    "pe": "--x",
+    "qkv": "--q, --k, --v",
+    "scores": "--q and --k",
+    "mask": "--scores",
+    "softmax": "--scores",
+    "attend": "--weights and --v",
+}
+
+
+def _missing_inputs(session: Session) -> InputError:
+    """What a calculator without a fixture still needs for its stage: the options of the leaves the
+    stage's main tensor cannot be computed without (`softmax --x … --wq …` needs --wk)."""
+    g, main = session.graph, MAIN[session.stage]
+    option_of = {**{w: k for k, w in WEIGHT_OPTIONS.items()}, **{t: k for k, t in TENSOR_OPTIONS.items()}}
+    needed, todo, seen = [], [main], set()
+    while todo:
+        name = todo.pop(0)
+        node = g.nodes.get(name)
+        if name in seen or node is None or name in g.given or (node.is_leaf and node.value is not None):
+            continue
+        seen.add(name)
+        if node.is_leaf:
+            needed.append("--" + option_of.get(name.rpartition(".")[2], name))
+        todo += node.inputs
+    return InputError(
+        session.stage,
+        f"{' and '.join(dict.fromkeys(needed))} as well, to compute {main} "
+        f"(or this stage's own input: {STAGE_INPUTS.get(session.stage, 'a fixture')})",
+        "only " + (", ".join(session.typed) or "a document without them"),
+    )
 
 
 def evaluate(session: Session, names: list[str] | None = None) -> dict[str, np.ndarray]:
@@ -250,6 +386,8 @@ def evaluate(session: Session, names: list[str] | None = None) -> dict[str, np.n
             out[name] = g.value(name)
         elif g.can_compute(name):
             out[name] = g.value(name)
+    if not session.strict and not names and not any(g.nodes[n].stage == session.stage for n in out):
+        raise _missing_inputs(session)
     for name, value in {**checked, **out}.items():
         if name.split(".")[-1] == "M" and value.ndim == 2:
             blocked = np.flatnonzero(~value.any(axis=1))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from attncalc.render.text import expansion_lines, fmt
-from attncalc.render.view import View
+from attncalc.render.text import expansion_lines
+from attncalc.render.view import View, cell_text
 
 
 def _cell(view: View, i, j, p: int) -> str:
@@ -11,7 +11,7 @@ def _cell(view: View, i, j, p: int) -> str:
         return "⋮"
     if j is None:
         return "…"
-    return fmt(float(view.matrix[i, j]), p)
+    return cell_text(float(view.matrix[i, j]), p)
 
 
 def md_escape(s: str) -> str:
@@ -61,7 +61,7 @@ def latex_view(view: View, p: int) -> str:
             return r"\vdots"
         if j is None:
             return r"\cdots"
-        return fmt(float(view.matrix[i, j]), p).replace("−∞", r"-\infty")
+        return cell_text(float(view.matrix[i, j]), p).replace("−∞", r"-\infty")
 
     cols = "r" * len(view.cols)
     head = (

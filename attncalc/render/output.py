@@ -20,6 +20,8 @@ HUGE = 5_000_000  # numbers in one JSON document before we ask for --only
 
 def pick_cell(session: Session, values: dict, text: str, default: str):
     """`ROW,COL` of the main output, or `NAME:ROW,COL` of any tensor."""
+    if not text.strip():
+        raise InputError("--cell", "ROW,COL (indices or tokens, such as 1,0 or 爱,我), or TENSOR:ROW,COL", "nothing")
     name, _, where = text.rpartition(":") if ":" in text else ("", "", text)
     if not name and where in values and np.ndim(values[where]) == 0:
         name, where = where, ""  # `--cell loss`: a scalar is its own only cell
@@ -52,6 +54,17 @@ def work_names(session: Session, values: dict, only, work: bool | None, cell) ->
     return [n for n in names if work or np.size(values[n]) <= WORK_CELLS]
 
 
+def drawn_names(session: Session) -> list[str]:
+    """The tensors a table (or notes) of the stage draws, known before computing anything: the stage's
+    own and its main one. Evaluating only these lets `Graph.evaluate` release every intermediate after
+    its last use, so a real-size block never holds S, S_scaled, S_masked and A at once for a table that
+    shows O and Z."""
+    g = session.graph
+    shown = g.shown(session.stage)
+    own = [n for n in shown if g.nodes[n].stage == session.stage]
+    return own + [n for n in (MAIN.get(session.stage),) if n in shown and n not in own] or shown[-1:]
+
+
 def main_name(session: Session, values: dict) -> str:
     name = MAIN.get(session.stage, "")
     name = name if name in values else list(values)[-1]
@@ -70,9 +83,9 @@ def head_notes(session: Session, values: dict) -> list[str]:
     """GQA / MQA: which query heads share which KV head, for every attention block shown."""
     from attncalc.core.ops import Scores
 
-    out = []
+    out, shown = [], set(session.graph.shown(session.stage))  # a table computes fewer: ask the graph
     for name, node in session.graph.nodes.items():
-        if isinstance(node.op, Scores) and name[:-1] + "Q" in values and node.op.sharing():
+        if isinstance(node.op, Scores) and name[:-1] + "Q" in shown and node.op.sharing():
             out.append((name[:-2] + ": " if name != "S" else "") + node.op.sharing())
     return out
 
@@ -101,6 +114,14 @@ def document(session: Session, values: dict, only: list[str] | None) -> dict:
         list(g.warnings) + head_notes(session, values),
         session.options,
     )
+
+
+def titled(graph, name: str):
+    """The node as drawn: a tensor the person supplied is titled as given, not by the formula it skipped."""
+    from dataclasses import replace
+
+    node = graph.node(name)
+    return replace(node, formula=f"{name} (given)") if name in graph.given and not node.is_leaf else node
 
 
 def explanations(session: Session, values: dict, name: str, cells: list[tuple]):
@@ -138,7 +159,7 @@ class Stage:
 
         graph = self.session.graph
         for name in stage_names(self.session, self.values, self.only):
-            yield from views(name, graph.node(name), self.values[name])
+            yield from views(name, titled(graph, name), self.values[name])
 
     @property
     def predicts(self) -> bool:
@@ -160,7 +181,7 @@ def emit(
     for name in only or []:
         if name not in values:
             raise InputError("--only", "tensors of this stage or earlier (" + ", ".join(values) + ")", repr(name))
-    chosen = [pick_cell(session, values, cell, main_name(session, values))] if cell else []
+    chosen = [pick_cell(session, values, cell, main_name(session, values))] if cell is not None else []
     STAGE_RENDERERS[fmt](Stage(session, values, precision, work, chosen, only), fmt)
 
 

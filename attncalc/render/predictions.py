@@ -92,15 +92,15 @@ def loss_line(values: dict, p: int) -> str | None:
 
 def print_predictions(con, graph, values: dict, p: int) -> None:
     """The prediction table and the loss, in the terminal."""
-    from rich.table import Table
+    from attncalc.render.table import fitted_table
 
-    t = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 1))
-    for k, head in enumerate(HEADER):
-        t.add_column(head, justify="right" if k in (0, 4, 5, 6) else "left", no_wrap=True)
-    for row in predictions(graph, values):
-        t.add_row(*(["⋮"] * len(HEADER) if row is None else _cells(row, p)))
+    rows = [["⋮"] * len(HEADER) if row is None else _cells(row, p) for row in predictions(graph, values)]
+    justify = ["right" if k in (0, 4, 5, 6) else "left" for k in range(len(HEADER))]
+    t, note = fitted_table(con, list(HEADER), rows, justify, drop_first=[0, 6, 2, 5])  # never a cut p
     con.print("Next-token predictions", style="bold", markup=False)
     con.print(t)
+    if note:
+        con.print(note, markup=False)
     line = loss_line(values, p)
     if line:
         con.print(line, markup=False)

@@ -19,6 +19,8 @@ WHAT = {
     "A": "weights over the cached positions",
 }
 PROB_ROWS = 12  # rows of the probability table at most
+# columns a narrow terminal leaves out first: each follows from the ones kept (p, what is kept, p sample)
+PROB_DROP = ("rank", "scaled", "cum_p_k", "p_k", "logit", "cum_p_sample", "cum_p", "kept_k", "kept_p")
 
 
 # ---- what each step shows ------------------------------------------------------------------------
@@ -169,9 +171,7 @@ def cache_note(result) -> str:
 
 
 def print_generation(model, result, precision: int) -> None:
-    from rich.table import Table
-
-    from attncalc.render.table import console, print_views
+    from attncalc.render.table import console, fitted_table, print_views
 
     con = console()
     con.print(intro(model), markup=False)
@@ -180,36 +180,48 @@ def print_generation(model, result, precision: int) -> None:
         node = model.encoder.nodes["enc_out"]
         print_views(con, views("enc_out", node, model.enc_out), precision)
     for step in result.steps:
-        con.rule(step_title(step), characters="─", style="", align="left")
+        title = step_title(step)
+        if len(title) + 6 <= con.width:
+            con.rule(title, characters="─", style="", align="left")
+        else:  # a rule would cut its title: the title alone, wrapped between words
+            con.print(title, style="bold", markup=False)
         for title, t in shown_tensors(step):
             print_views(con, _views(title, t), precision)
         rows, rest = prob_rows(step, model.vocab)
         cols = prob_columns(step, result.settings)
-        table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1))
-        for head, key in cols:
-            table.add_column(head, justify="left" if key == "token" else "right", no_wrap=True)
-        table.add_column("", no_wrap=True, min_width=9)
-        for row in rows:
-            mark = ("← argmax" if step.choice.u is None else "← u") if row["chosen"] else ""
-            table.add_row(*[cell(row, key, precision) for _, key in cols], mark)
+        marks = [("← argmax" if step.choice.u is None else "← u") if row["chosen"] else "" for row in rows]
+        keys = [key for _, key in cols]
+        table, note = fitted_table(
+            con,
+            [head for head, _ in cols] + [""],
+            [[cell(row, key, precision) for key in keys] + [mark] for row, mark in zip(rows, marks)],
+            ["left" if key == "token" else "right" for key in keys] + ["left"],
+            drop_first=[keys.index(k) for k in PROB_DROP if k in keys],
+        )
         con.print(
             "probabilities, most likely first"
             + (" (after temperature, top-k, top-p)" if step.choice.u is not None else ""),
             style="bold",
         )
         con.print(table)
+        if note:
+            con.print(note, markup=False)
         if rest:
             con.print(f"… {rest} more tokens", markup=False)
         con.print(choice_line(step, precision), markup=False)
         con.print()
-    summary = Table(box=None, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1))
-    for k, head in enumerate(SUMMARY):
-        summary.add_column(head, justify="right" if k not in (1, 4) else "left", no_wrap=True)
-    for row in summary_rows(result, precision):
-        summary.add_row(*row)
+    summary, note = fitted_table(
+        con,
+        SUMMARY,
+        summary_rows(result, precision),
+        ["right" if k not in (1, 4) else "left" for k in range(len(SUMMARY))],
+        drop_first=[2, 3, 8, 1, 5],  # pos, cache rows, saved, input, p: the MACs are the point here
+    )
     con.rule("Summary", characters="─", style="", align="left")
     con.print(cache_note(result), markup=False)
     con.print(summary)
+    if note:
+        con.print(note, markup=False)
     con.print(f"generated: {' '.join(result.generated)}", markup=False)
 
 

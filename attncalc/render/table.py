@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from attncalc.render.text import explanation_text, fmt
-from attncalc.render.view import View
+from attncalc.render.text import explanation_text
+from attncalc.render.view import View, cell_text
 
 
 def console(record: bool = False, stderr: bool = False):
@@ -73,11 +73,11 @@ def table(view: View, p: int, title: str | None = None, changed: View | None = N
             x = float(view.matrix[i, j])
             if changed is not None:
                 mark = bool(changed.matrix[i, j])
-                text = fmt(x, p) + ("*" if mark else " ")
+                text = cell_text(x, p) + ("*" if mark else " ")
                 cells.append(Text(text, style="bold yellow") if mark else text)
                 continue
             style = _heat_style(x) if view.heat else None
-            cells.append(Text(fmt(x, p), style=style) if style else fmt(x, p))
+            cells.append(Text(cell_text(x, p), style=style) if style else cell_text(x, p))
         t.add_row(view.row_labels[i], *cells)
     return t
 
@@ -91,7 +91,8 @@ def fit(view: View, p: int, width: int) -> View:
 
     def col_width(j):
         return max(
-            [cell_len(view.col_labels[j])] + [len(fmt(float(view.matrix[i, j]), p)) for i in view.rows if i is not None]
+            [cell_len(view.col_labels[j])]
+            + [len(cell_text(float(view.matrix[i, j]), p)) for i in view.rows if i is not None]
         )
 
     label = max([cell_len(view.row_labels[i]) for i in view.rows if i is not None] + [1])
@@ -119,3 +120,33 @@ def print_explanation(con, label: str, expansion, p: int) -> None:
     """`Q[爱, 0] = 0.841×0.5 + … = 0.426`, continuation lines aligned under the first."""
     for line in explanation_text(label, expansion, p):
         con.print(line, markup=False)
+
+
+def fitted_table(con, headers: list[str], rows: list[list], justify: list[str], drop_first: list[int] = ()):
+    """A Rich table of `rows` that never cuts a cell: while its natural width exceeds the console's,
+    the columns of `drop_first` (most dispensable first) are left out, and a note says which. Returns
+    (table, note or None); cells are never truncated with "…" (no_wrap, and columns are dropped instead)."""
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    from attncalc import texts
+
+    def make(keep):
+        t = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 1))
+        for k in keep:
+            t.add_column(headers[k], justify=justify[k], no_wrap=True)
+        for row in rows:
+            t.add_row(*[row[k] for k in keep])
+        return t
+
+    keep = list(range(len(headers)))
+    table, dropped = make(keep), []
+    unbounded = con.options.update(max_width=1 << 16)  # the natural width, not clamped to the console
+    for k in drop_first:
+        if Measurement.get(con, unbounded, table).maximum <= con.width:
+            break
+        keep.remove(k)
+        dropped.append(headers[k])
+        table = make(keep)
+    note = texts.t("surprises.dropped", names=", ".join(dropped), width=con.width) if dropped else None
+    return table, note

@@ -9,6 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 
 EDGE = 4  # cells kept at each end of a summarised axis
+BIG = 1e6  # beyond this a matrix cell is drawn in scientific notation (1e300 is not 301 digits wide)
+
+
+def cell_text(x: float, p: int) -> str:
+    """A matrix cell as every renderer draws it: p decimals, or `1.000e+300` when |x| ≥ 1e6."""
+    from attncalc.render.text import fmt
+
+    return f"{x:.{p}e}" if BIG <= abs(x) < float("inf") else fmt(x, p)
 
 
 def visible(n: int, limit: int) -> list[int | None]:

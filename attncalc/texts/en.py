@@ -182,4 +182,12 @@ TEXTS = {
     "cost.head.shape": "shape",
     "cost.row.per_layer": "= per layer",
     "cost.row.total": "= parameters",
+    # surprises (issue 14): notes on stderr about input the user did not give or may have misspelt
+    "surprises.default_example": "no input given, so this uses the bundled example {name} "
+    "(give --example, --fixture or a document for another)",
+    "surprises.unknown_keys": "{where}: unknown fixture keys {names} are ignored{hint}",
+    "surprises.unknown_tensors": "{where}: unknown tensors {names} are ignored{hint}",
+    "surprises.did_you_mean": " (did you mean {name}?)",
+    "surprises.progress": "generating tokens",
+    "surprises.dropped": "(columns {names} left out to fit {width} columns; widen the terminal or use -f json)",
 }

@@ -182,4 +182,12 @@ TEXTS = {
     "cost.head.shape": "形状",
     "cost.row.per_layer": "= 每层",
     "cost.row.total": "= 参数量",
+    # surprises (issue 14): notes on stderr about input the user did not give or may have misspelt
+    "surprises.default_example": "没有给出输入，这里使用自带的示例 {name}"
+    "（要换别的输入，请用 --example、--fixture 或管道文档）",
+    "surprises.unknown_keys": "{where}：未知的 fixture 字段 {names} 已被忽略{hint}",
+    "surprises.unknown_tensors": "{where}：未知的张量 {names} 已被忽略{hint}",
+    "surprises.did_you_mean": "（是不是想写 {name}？）",
+    "surprises.progress": "正在生成",
+    "surprises.dropped": "（为适应 {width} 列宽，省略了 {names} 这几列；可以加宽终端或使用 -f json）",
 }

@@ -1,0 +1,232 @@
+"""Worksheets (docs/worksheet.md) as people write them: a JSON object of tensors (or a pipe document's tensors),
+or plain text (`Q =` then rows, `#` comments). Each cell keeps its text, so `check` can take its
+tolerance from the decimals as written."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from attncalc.errors import InputError, describe
+from attncalc.inputs.literal import NEG_INF
+
+NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
+
+
+class Literal(float):
+    """A JSON number that keeps its text, so its decimals are counted as written."""
+
+    def __new__(cls, text: str):
+        obj = super().__new__(cls, text)
+        obj.text = text
+        return obj
+
+
+@dataclass
+class Sheet:
+    """One tensor of a worksheet: values (−∞ allowed), tolerance and text of each cell."""
+
+    name: str
+    values: np.ndarray
+    tol: np.ndarray
+    text: np.ndarray  # object array of strings as written
+    where: str
+
+
+def tolerance_of(text: str) -> float:
+    """10^-decimals for a decimal number, 0.5 for an integer (see the module docstring)."""
+    m = NUMBER.fullmatch(text.strip().replace("−", "-"))
+    if not m:
+        return 0.0
+    decimals = len(m.group(2) or m.group(3) or "") - int(m.group(4) or 0)
+    return 10.0**-decimals if decimals > 0 else 0.5 * 10.0**-decimals
+
+
+def _cell(v, where: str, text_ok: bool = False):
+    """(value, text) of one worksheet cell, or InputError naming it (text_ok: a plain-text sheet)."""
+    if isinstance(v, str) and v.strip().lower() in NEG_INF:
+        return -math.inf, v
+    if isinstance(v, str) and text_ok:
+        t = v.strip().replace("−", "-")
+        if NUMBER.fullmatch(t):
+            if not math.isfinite(float(t)):  # 1e999
+                raise InputError(where, "a finite number", t)
+            return float(t), t
+    if isinstance(v, float) and not isinstance(v, bool):
+        text = getattr(v, "text", repr(v))
+        if not math.isfinite(v):
+            raise InputError(where, "a finite number", text)
+        return float(v), text
+    raise InputError(where, 'a number (or "-inf" for a blocked cell)', describe(v))
+
+
+def _blocks(v, where: str, text_ok: bool = False):
+    """Nested lists → (shape, [(value, text), …]); rows of unequal length are named."""
+    if not isinstance(v, list):
+        return (), [_cell(v, where, text_ok)]
+    if not v:
+        raise InputError(where, "a non-empty list of numbers", "[]")
+    shape, cells = None, []
+    for k, x in enumerate(v):
+        s, c = _blocks(x, f"{where}[{k}]", text_ok)
+        if shape is None:
+            shape = s
+        elif s != shape:
+            raise InputError(
+                f"{where}[{k}]", f"{_shape_text(shape)} like {where}[0] (rows must be equal)", _shape_text(s)
+            )
+        cells += c
+    return (len(v), *shape), cells
+
+
+def _shape_text(shape) -> str:
+    return "a number" if not shape else f"{shape[0]} numbers" if len(shape) == 1 else "×".join(map(str, shape))
+
+
+def _sheet(name: str, value, where: str, text_ok: bool = False) -> Sheet:
+    shape, cells = _blocks(value, where, text_ok)
+    vals = np.array([c[0] for c in cells], float).reshape(shape)
+    text = np.empty(len(cells), object)
+    text[:] = [c[1] for c in cells]
+    tol = np.array([0.0 if math.isinf(c[0]) else tolerance_of(c[1]) for c in cells]).reshape(shape)
+    return Sheet(name, vals, tol, text.reshape(shape), where)
+
+
+def _reject(name):
+    raise ValueError(name)
+
+
+def parse_worksheet(text: str, source: str) -> dict[str, Sheet]:
+    """A JSON object of tensors, or plain text (`Q =` then rows); a pipe document's tensors too."""
+    text = text.lstrip("\ufeff")  # a byte-order mark, as Windows editors save UTF-8
+    body = "\n".join(line.split("#", 1)[0] for line in text.splitlines()).strip()
+    if not body:
+        raise InputError(source, 'a worksheet: {"Q": [[...]], ...} or "Q =" followed by rows', "an empty file")
+    if not body.startswith(("{", "[")):
+        return _parse_text(text, source)
+    try:
+        data = json.loads(text, parse_float=Literal, parse_int=Literal, parse_constant=_reject)
+    except json.JSONDecodeError as e:
+        raise InputError(source, "valid JSON", f"{e.msg} at line {e.lineno}, column {e.colno}") from None
+    except ValueError as e:
+        raise InputError(source, "finite numbers", str(e)) from None
+    except RecursionError:
+        raise InputError(source, "JSON nested less deeply", "too many levels of nesting") from None
+    if isinstance(data, dict) and "attncalc" in data and isinstance(data.get("tensors"), dict):
+        data = data["tensors"]
+    if not isinstance(data, dict) or not data:
+        raise InputError(source, 'an object of tensors such as {"Q": [[...]]}', describe(data))
+    try:
+        return {name: _sheet(name, v, f"{source}: {name}") for name, v in data.items()}
+    except RecursionError:
+        raise InputError(source, "tensors of at most 3 dimensions", "lists nested too deeply") from None
+
+
+# A tensor's first line: `Q =` or `Q[1] =` (numbers may follow), or a title as attncalc prints one:
+# `A = softmax(S_masked) per row   [3×3]  head 0`, `enc.0.Q: Q = H·Wq   [3×4]`, `V (given)   [1×2]`.
+_HEADER = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?:\[\s*(\d+)\s*\]\s*=|=|:(?=\s*\S+\s*=)|\s\(given\))(.*)")
+_TITLE_HEAD = re.compile(r"\bhead (\d+)\s*$")
+_CORNER_HEAD = re.compile(r"\s*head (\d+)\s")  # check's tables: `head 0` above the row labels
+_MARKS = "~✗✓*"  # check's marks on a cell (~0.40, ✗1.2), kept out of the number
+
+
+def _is_number(token: str) -> bool:
+    return token.lower() in NEG_INF or bool(NUMBER.fullmatch(token.replace("−", "-")))
+
+
+def _tokens(line: str) -> list[list[str]]:
+    """The rows of a line (`;` separates rows), each a list of cell texts without check's marks."""
+    rows = []
+    for seg in line.split(";"):
+        cells = [c.lstrip(_MARKS) for c in seg.replace(",", " ").replace("[", " ").replace("]", " ").split()]
+        if any(cells):
+            rows.append([c for c in cells if c])
+    return rows
+
+
+def _unlabel(lines: list) -> list:
+    """Rows as pasted from attncalc's own screen lose the column header and the row labels:
+    a leading line without a number (tokens `我 爱 你`), or a first line of integers one shorter than
+    every row after it (dimensions `0 1 2 3`) is the header; a row's non-numeric first cell is its label."""
+    while lines and not any(map(_is_number, lines[0][1])):  # column labels, check's "mistake:" line
+        lines = lines[1:]
+    if not lines:
+        return lines
+    first = lines[0][1]
+    labelled = len(lines) > 1 and all(len(t) == len(first) + 1 for _, t in lines[1:])
+    if labelled:
+        lines = lines[1:]
+    out = []
+    for lineno, cells in lines:
+        if labelled or (len(cells) > 1 and not _is_number(cells[0]) and all(map(_is_number, cells[1:]))):
+            cells = cells[1:]
+        out.append((lineno, cells))
+    return out
+
+
+def _parse_text(text: str, source: str) -> dict[str, Sheet]:
+    """`NAME =` (or `NAME[h] =` for head h) then rows, until the next header (blank lines may come
+    between rows); a table pasted from attncalc's screen (title, header row, row labels) reads too."""
+    found: dict[str, dict[int, list]] = {}
+    lines, name, head = None, "", 0
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0]
+        m = _HEADER.fullmatch(line)
+        corner = _CORNER_HEAD.match(line) if lines is not None and name else None
+        if m or corner:
+            head_text = m.group(2) if m else None
+            rest = m.group(3) if m else ""
+            title = m and not all(_is_number(c) for row in _tokens(rest) for c in row)
+            if title:  # a title line: its text is a formula, not numbers
+                head_text, rest = (_TITLE_HEAD.search(rest) or [None, None])[1], ""
+            if corner:
+                head_text, rest = corner.group(1), ""
+            name = m.group(1) if m else name
+            heads = found.setdefault(name, {})
+            if corner and lines == [] and heads.get(head) is lines:  # the title had no head: this is its head
+                del heads[head]
+            head = int(head_text or 0)
+            if head in heads:
+                label = f"{name}[{head}]" if head_text else name
+                raise InputError(f"{source} line {lineno}", f"{label} once", "a second one")
+            lines = heads[head] = []
+            line = rest
+        rows = _tokens(line)
+        if lines is None and not any(_is_number(c) for row in rows for c in row):
+            continue  # words before the first tensor: a pasted screen's legend
+        if rows and lines is None:
+            raise InputError(
+                f"{source} line {lineno}", "a header such as `Q =` before rows of numbers", describe(raw.strip())
+            )
+        for cells in rows:
+            lines.append((lineno, cells))
+    out = {}
+    for name, heads in found.items():
+        if sorted(heads) != list(range(len(heads))):
+            raise InputError(f"{source}: {name}", "heads numbered 0, 1, … without gaps", str(sorted(heads)))
+        blocks = [_rows(source, name, _unlabel(heads[h])) for h in sorted(heads)]
+        if any(not rows for rows in blocks):
+            raise InputError(f"{source}: {name}", "rows of numbers after the header", "none")
+        out[name] = _sheet(name, blocks[0] if len(blocks) == 1 else blocks, f"{source}: {name}", text_ok=True)
+    if not out:
+        raise InputError(source, 'a worksheet: "Q =" followed by rows of numbers', "no tensor header")
+    return out
+
+
+def _rows(source: str, name: str, lines: list) -> list[list[str]]:
+    """The cell texts of a tensor's rows, each cell checked and every row as long as the first."""
+    rows = []
+    for lineno, cells in lines:
+        r = len(rows)
+        for j, t in enumerate(cells):
+            _cell(t, f"{source}: {name}[{r}][{j}] (line {lineno})", text_ok=True)
+        if rows and len(cells) != len(rows[0]):
+            raise InputError(
+                f"{source}: {name}[{r}] (line {lineno})", f"{len(rows[0])} numbers like row 0", str(len(cells))
+            )
+        rows.append(cells)
+    return rows

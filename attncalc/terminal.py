@@ -1,0 +1,80 @@
+"""Output a terminal can hold: on a stream whose encoding is not UTF-8 (`PYTHONIOENCODING=ascii`,
+latin-1, Windows code pages), the math symbols are written the ASCII way (− → -, × → x, √ → sqrt)
+and anything else the encoding lacks as a JSON-style escape (我 → \\u6211), so a table stays readable,
+a JSON document stays valid and no command fails half-way with UnicodeEncodeError."""
+
+from __future__ import annotations
+
+import codecs
+import sys
+
+HANDLER = "attncalc-readable"
+ASCII = {
+    "−": "-",
+    "–": "-",
+    "—": "-",
+    "×": "x",
+    "·": "*",
+    "⊙": "*",
+    "÷": "/",
+    "√": "sqrt",
+    "∞": "inf",
+    "→": "->",
+    "←": "<-",
+    "…": "...",
+    "⋮": ":",
+    "⋱": "\\",
+    "≥": ">=",
+    "≤": "<=",
+    "≠": "!=",
+    "≈": "~",
+    "²": "^2",
+    "ᵀ": "^T",
+    "✓": "ok",
+    "✗": "x",
+    "Σ": "sum",
+    "σ": "sigma",
+    "μ": "mu",
+    "ε": "eps",
+    "γ": "gamma",
+    "β": "beta",
+    "θ": "theta",
+    "§": "section ",
+    "“": '"',
+    "”": '"',
+    "‘": "'",
+    "’": "'",
+}
+
+
+def _escape(ch: str) -> str:
+    """A JSON escape (valid inside a JSON string, readable in a table); astral characters as a pair."""
+    code = ord(ch)
+    if code > 0xFFFF:
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def _readable(error: UnicodeEncodeError):
+    text = error.object[error.start : error.end]
+    return "".join(ASCII.get(ch) or _escape(ch) for ch in text), error.end
+
+
+def is_utf(stream) -> bool:
+    """True when `stream` can write every character (its encoding is a UTF)."""
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name.startswith("utf")
+    except LookupError:
+        return False
+
+
+def readable_streams() -> None:
+    """Give stdout and stderr the readable fallback when their encoding is not a UTF."""
+    try:
+        codecs.lookup_error(HANDLER)
+    except LookupError:
+        codecs.register_error(HANDLER, _readable)
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and not is_utf(stream) and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors=HANDLER)
