@@ -397,7 +397,7 @@ def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, prec
                 }
             )
         tensors[name] = {
-            "formula": node.formula,
+            "formula": str(node.formula),
             "shape": list(y.shape),
             "verdicts": verdicts.tolist(),
             "yours": jsonable(y),

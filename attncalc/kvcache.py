@@ -13,6 +13,7 @@ Pure: no printing, no I/O except `read_config`.
 import json
 
 from attncalc.errors import InputError, describe
+from attncalc.texts import t as say
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 _TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -73,8 +74,8 @@ def _layer_split(cfg: dict, layers: int, at: str, notes: list):
     use = cfg.get("use_sliding_window", not model_type.startswith("qwen"))  # Qwen* default False in HF
     if cfg.get("sliding_window") is None or use is False:
         if cfg.get("sliding_window") is not None:
-            why = "is false" if "use_sliding_window" in cfg else f"is absent (false by default for {model_type})"
-            notes.append(f"sliding_window {describe(cfg['sliding_window'])} ignored: use_sliding_window {why}")
+            why = say("kv.is_false") if "use_sliding_window" in cfg else say("kv.is_absent", model_type=model_type)
+            notes.append(say("kv.window_ignored", window=describe(cfg["sliding_window"]), why=why))
         return layers, 0, None
     _, window = _get_int(cfg, ("sliding_window",), at)
     kinds = cfg.get("layer_types")
@@ -85,23 +86,20 @@ def _layer_split(cfg: dict, layers: int, at: str, notes: list):
             if kind not in _KINDS:
                 raise InputError(f"{at}layer_types[{i}]", "'full_attention' or 'sliding_attention'", describe(kind))
         sliding = kinds.count("sliding_attention")
-        notes.append(f"layer_types: {sliding} sliding_attention, {layers - sliding} full_attention layers")
+        notes.append(say("kv.layer_types", sliding=sliding, full=layers - sliding))
     elif cfg.get("max_window_layers") is not None:
         _, first = _get_int(cfg, ("max_window_layers",), at, minimum=0)
         sliding = max(0, layers - first)
-        notes.append(
-            f"Qwen2 semantics: layers with index >= max_window_layers ({first}) slide: "
-            f"{sliding} sliding, {layers - sliding} full"
-        )
+        notes.append(say("kv.qwen2", first=first, sliding=sliding, full=layers - sliding))
     elif cfg.get("sliding_window_pattern") is not None or model_type in _DEFAULT_PATTERN:
         key, pattern = _get_int(cfg, ("sliding_window_pattern",), at, required=False)
         pattern = pattern or _DEFAULT_PATTERN[model_type]
         sliding = sum(1 for i in range(layers) if (i + 1) % pattern)
-        source = key if cfg.get(key) is not None else f"{model_type} default"
-        notes.append(f"{source} {pattern}: layer i is full when (i + 1) % {pattern} == 0; {sliding} of {layers} slide")
+        source = key if cfg.get(key) is not None else say("kv.default_of", model_type=model_type)
+        notes.append(say("kv.pattern", source=source, pattern=pattern, sliding=sliding, layers=layers))
     else:
         sliding = layers
-        notes.append(f"sliding_window {window} applies to every layer (Mistral semantics)")
+        notes.append(say("kv.every_layer_slides", window=window))
     return layers - sliding, sliding, window if sliding else None
 
 
@@ -110,17 +108,17 @@ def _pick_dtype(dtype, cfg: dict, top: dict, notes: list) -> str:
         name = _TORCH_DTYPES.get(dtype.lower(), dtype.lower()) if isinstance(dtype, str) else None
         if name not in DTYPE_BYTES:
             raise InputError("--dtype", "one of " + ", ".join(DTYPE_BYTES), describe(dtype))
-        notes.append(f"dtype {name} from --dtype")
+        notes.append(say("kv.dtype_option", dtype=name))
         return name
     for src in (cfg, top):
         for key in ("torch_dtype", "dtype"):
             if src.get(key) is not None:
                 if isinstance(src[key], str) and src[key] in _TORCH_DTYPES:
-                    notes.append(f"dtype {_TORCH_DTYPES[src[key]]} from config {key} {src[key]}")
+                    notes.append(say("kv.dtype_config", dtype=_TORCH_DTYPES[src[key]], field=key, value=src[key]))
                     return _TORCH_DTYPES[src[key]]
-                notes.append(f"config {key} {describe(src[key])} not understood: assuming fp16")
+                notes.append(say("kv.dtype_unknown", field=key, value=describe(src[key])))
                 return "fp16"
-    notes.append("no torch_dtype in config: assuming fp16")
+    notes.append(say("kv.dtype_absent"))
     return "fp16"
 
 
@@ -137,7 +135,7 @@ def kv_cache(
         if not isinstance(config["text_config"], dict):
             raise InputError(at + "text_config", "a JSON object", describe(config["text_config"]))
         at, cfg = at + "text_config.", config["text_config"]
-        notes.append("using the nested text_config")
+        notes.append(say("kv.text_config"))
     _, layers = _get_int(cfg, ("num_hidden_layers", "n_layer"), at)
     hkey, heads = _get_int(cfg, ("num_attention_heads", "n_head"), at)
     dkey, d_model = _get_int(cfg, ("hidden_size", "n_embd"), at)
@@ -154,25 +152,25 @@ def kv_cache(
         raise InputError(at + kvkey, f"a divisor of {hkey} ({heads})", str(kv))
     group = heads // kv
     kind = "MHA" if kv == heads else "MQA" if kv == 1 else "GQA"
-    notes.append(f"{kind}: {heads} query heads, {kv} KV heads ({kvkey}), {group} query heads per KV head")
+    notes.append(say("kv.heads_one" if group == 1 else "kv.heads", kind=kind, heads=heads, kv=kv, field=kvkey, group=group))
     _, head_dim = _get_int(cfg, ("head_dim",), at, required=False)
     if head_dim is None:
         if d_model % heads:
             raise InputError(at + dkey, f"a multiple of {hkey} ({heads}) when head_dim is absent", str(d_model))
         head_dim = d_model // heads
-        notes.append(f"head_dim = {dkey} / {hkey} = {d_model} / {heads} = {head_dim}")
+        notes.append(f"head_dim = {dkey} / {hkey} = {d_model} / {heads} = {head_dim}")  # a formula: no words
     elif head_dim * heads != d_model:
-        notes.append(f"head_dim {head_dim} from config, not {dkey} / {hkey} = {d_model / heads:g}")
+        notes.append(say("kv.head_dim_config", head_dim=head_dim, dkey=dkey, hkey=hkey, ratio=f"{d_model / heads:g}"))
     name = _pick_dtype(dtype, cfg, config, notes)
     nbytes = DTYPE_BYTES[name]
     full, sliding, window = _layer_split(cfg, layers, at, notes)
     cached_full = tokens if full else 0
     cached_sliding = min(tokens, window) if sliding else 0
     if sliding and tokens > window:
-        notes.append(f"sliding layers cache only the last {window} of {tokens} tokens")
+        notes.append(say("kv.sliding_keeps", window=window, tokens=tokens))
     _, max_pos = _get_int(cfg, ("max_position_embeddings", "n_positions"), at, required=False)
     if max_pos is not None and tokens > max_pos:
-        notes.append(f"{tokens} tokens exceed the model's {max_pos} positions")
+        notes.append(say("kv.too_long", tokens=tokens, max_pos=max_pos))
     total = 2 * kv * head_dim * batch * nbytes * (full * cached_full + sliding * cached_sliding)
     n, t = (full, cached_full) if full else (sliding, cached_sliding)
     formula = f"2 × {n} × {kv} × {head_dim} × {t} × {batch} × {nbytes} = {total:,}"

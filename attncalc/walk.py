@@ -246,7 +246,7 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
         group,
         prefix,
         f"{ctx} · {heading}" if ctx else heading,
-        [n.formula for n in nodes],
+        [texts.say(n.formula, lang) for n in nodes],
         [t for t in (texts.why(k, lang) for k in (["layer_same"] if same else why_keys(session, names))) if t],
         tensors,
         weights,

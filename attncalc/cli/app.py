@@ -77,6 +77,9 @@ def check_choices(fmt: str, kind: str | None, lang: str | None):
         raise InputError("--kind", "none, causal, padding or causal+padding", repr(kind))
     if lang is not None and lang not in ("en", "zh"):
         raise InputError("--lang", "en or zh", repr(lang))
+    from attncalc import texts
+
+    texts.use(lang)  # everything the command says from here on is in this language
 
 
 def stage_command(stage: str):

@@ -68,8 +68,10 @@ def _short(value) -> str:
 
 
 def _side(c, side: str) -> str:
+    from attncalc.texts import t
+
     sets = c.left_sets if side == "left" else c.right_sets
-    return f"{side}: " + (", ".join(sets) if sets else "as is")
+    return t("cmp." + side, sets=", ".join(sets) if sets else t("cmp.as_is"))
 
 
 def _slices(pair, p: int):
@@ -90,17 +92,20 @@ def _slices(pair, p: int):
 def _header(pair) -> str:
     import numpy as np
 
+    from attncalc.texts import t
+
     shape = lambda a: "×".join(map(str, np.shape(a))) or "scalar"  # noqa: E731
     if pair.status == "only left":
-        return f"{pair.name}   [{shape(pair.left)}]   only on the left"
+        return f"{pair.name}   [{shape(pair.left)}]   {t('cmp.only_left')}"
     if pair.status == "only right":
-        return f"{pair.name}   [{shape(pair.right)}]   only on the right"
+        return f"{pair.name}   [{shape(pair.right)}]   {t('cmp.only_right')}"
     if pair.status == "shape":
-        return f"{pair.name}   shape {shape(pair.left)} on the left, {shape(pair.right)} on the right"
+        return f"{pair.name}   {t('cmp.shapes', left=shape(pair.left), right=shape(pair.right))}"
     if pair.status == "same":
-        return f"{pair.name}   [{shape(pair.left)}]   same on both sides"
+        return f"{pair.name}   [{shape(pair.left)}]   {t('cmp.same')}"
     k, total = int(pair.changed.sum()), pair.changed.size
-    return f"{pair.name}   [{shape(pair.left)}]   max |Δ| = {pair.max_diff:.3g}, {k} of {total} cells changed"
+    changed = t("cmp.changed", diff=f"{pair.max_diff:.3g}", k=k, total=total)
+    return f"{pair.name}   [{shape(pair.left)}]   {changed}"
 
 
 def print_table(c, p: int, all_tensors: bool) -> None:
@@ -108,14 +113,15 @@ def print_table(c, p: int, all_tensors: bool) -> None:
     from rich.table import Table
 
     from attncalc.render.table import console, table
+    from attncalc.texts import t
 
     con = console()
-    con.print(f"compare at stage {c.stage}: {c.left.source}", markup=False)
+    con.print(t("cmp.title", stage=c.stage, source=c.left.source), markup=False)
     con.print(f"  {_side(c, 'left')}", markup=False)
     con.print(f"  {_side(c, 'right')}", markup=False)
     for path, a, b in c.fields:
-        con.print(f"  field {path}: {_short(a)} → {_short(b)}", markup=False)
-    con.print("  (* marks a changed cell)", markup=False)
+        con.print("  " + t("cmp.field", path=path, left=_short(a), right=_short(b)), markup=False)
+    con.print("  " + t("cmp.star"), markup=False)
     con.print()
     for pair in c.pairs:
         con.print(_header(pair), style="bold", markup=False)
@@ -123,33 +129,34 @@ def print_table(c, p: int, all_tensors: bool) -> None:
             continue
         for lv, rv, cv in _slices(pair, p):
             sides = [
-                table(v, p, f"{side}{(' ' + v.title.split('  ')[-1]) if 'head' in v.title else ''}", cv)
+                table(v, p, f"{t('cmp.' + side + '_side')} {v.title.rpartition(']')[2].strip()}".strip(), cv)
                 for v, side in ((lv, "left"), (rv, "right"))
                 if v is not None
             ]
-            widths = [Measurement.get(con, con.options, t).maximum for t in sides]
+            widths = [Measurement.get(con, con.options, side).maximum for side in sides]
             if len(sides) == 2 and sum(widths) + 4 <= con.width:
                 grid = Table.grid(padding=(0, 4))
                 grid.add_row(*sides)
                 con.print(grid)
             else:
-                for t in sides:
-                    con.print(t)
+                for side in sides:
+                    con.print(side)
         con.print()
     for note in dict.fromkeys(c.left.graph.warnings + c.right.graph.warnings):
-        con.print(f"note: {note}", markup=False)
+        con.print(t("kv.note", note=note), markup=False)
 
 
 def markdown(c, p: int, all_tensors: bool) -> str:
     from attncalc.render.text import fmt
+    from attncalc.texts import t
 
     parts = [
-        f"**compare at stage {c.stage}**: {c.left.source}",
+        f"**{t('cmp.title', stage=c.stage, source=c.left.source)}**",
         "",
         f"- {_side(c, 'left')}",
         f"- {_side(c, 'right')}",
-    ] + [f"- field `{path}`: `{_short(a)}` → `{_short(b)}`" for path, a, b in c.fields]
-    parts += ["", "Changed cells are in **bold**.", ""]
+    ] + ["- " + t("cmp.field", path=f"`{path}`", left=f"`{_short(a)}`", right=f"`{_short(b)}`") for path, a, b in c.fields]
+    parts += ["", t("cmp.bold"), ""]
     for pair in c.pairs:
         parts += [f"**{_header(pair)}**", ""]
         if pair.status == "same" and not all_tensors:
@@ -158,9 +165,9 @@ def markdown(c, p: int, all_tensors: bool) -> str:
             for v, side in ((lv, "left"), (rv, "right")):
                 if v is None:
                     continue
-                head = f" {v.title.split('  ')[-1]}" if "head" in v.title else ""
+                head = f" {v.title.rpartition(']')[2].strip()}".rstrip()
                 parts += [
-                    f"*{side}{head}*",
+                    f"*{t('cmp.' + side + '_side')}{head}*",
                     "",
                     "| | " + " | ".join("…" if j is None else v.col_labels[j] for j in v.cols) + " |",
                     "|---|" + "---:|" * len(v.cols),
@@ -200,6 +207,7 @@ def register(app: typer.Typer) -> None:
         all_tensors: Annotated[
             bool, typer.Option("--all", help="Also draw the tensors that are the same on both sides.")
         ] = False,
+        lang: o.Lang = None,
         debug: o.Debug = False,
     ):
         """Run two variants of one fixture side by side: left as is (or --left-set), right with --set /
@@ -208,6 +216,7 @@ def register(app: typer.Typer) -> None:
         def run():
             import sys
 
+            from attncalc import texts
             from attncalc.compare import compare, to_json
             from attncalc.errors import InputError
             from attncalc.inputs.document import dumps
@@ -222,6 +231,9 @@ def register(app: typer.Typer) -> None:
                 raise InputError("--kind", "none, causal, padding or causal+padding", repr(kind))
             if tol < 0:
                 raise InputError("--tol", "a number >= 0", repr(tol))
+            if lang is not None and lang not in texts.LANGS:
+                raise InputError("--lang", "en or zh", repr(lang))
+            texts.use(lang)
             req = Request(
                 stage=stage, example=example, fixture=fixture, document=document, kind=kind, scale=scale, block=block
             )

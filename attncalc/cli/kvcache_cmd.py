@@ -26,18 +26,23 @@ Config = Annotated[
     str, typer.Argument(help="A Hugging Face config.json (GPT-2 keys n_layer/n_head/n_embd too).", show_default=False)
 ]
 
-SHAPE_MEANING = {
-    "X": "the input: batch × tokens × d_model",
+SHAPE_MEANING = {  # the words are the texts kv.shape.<key>; the name shown is kv.name.<key> when there is one
+    "X": "kv.shape.X",
     "W_Q": "d_model × (heads · head_dim)",
     "W_K": "d_model × (kv_heads · head_dim)",
     "W_V": "d_model × (kv_heads · head_dim)",
     "W_O": "(heads · head_dim) × d_model",
-    "Q": "batch × heads × tokens × head_dim (not cached)",
+    "Q": "kv.shape.Q",
     "K": "batch × kv_heads × tokens × head_dim",
     "V": "batch × kv_heads × tokens × head_dim",
-    "K cache (per layer)": "what one layer keeps of K (V the same)",
-    "K cache (sliding layer)": "what a sliding-window layer keeps of K (V the same)",
-    "query heads per KV head": "heads / kv_heads (GQA groups)",
+    "K cache (per layer)": "kv.shape.K_cache",
+    "K cache (sliding layer)": "kv.shape.K_cache_sliding",
+    "query heads per KV head": "kv.shape.group",
+}
+SHAPE_NAME = {
+    "K cache (per layer)": "kv.name.K_cache",
+    "K cache (sliding layer)": "kv.name.K_cache_sliding",
+    "query heads per KV head": "kv.name.group",
 }
 
 
@@ -48,6 +53,7 @@ def _key(cfg: dict, *keys: str) -> str:
 def term_rows(r: dict, config: dict) -> list[tuple[str, str, str]]:
     """(term, value, where it comes from) for every factor of the formula."""
     from attncalc.kvcache import human
+    from attncalc.texts import t as say
 
     cfg = config["text_config"] if isinstance(config.get("text_config"), dict) else config
     t = r["terms"]
@@ -55,24 +61,24 @@ def term_rows(r: dict, config: dict) -> list[tuple[str, str, str]]:
     d_key = _key(cfg, "hidden_size", "n_embd")
     kv_key = next(
         (k for k in ("num_key_value_heads", "num_kv_heads") if cfg.get(k) is not None),
-        "multi_query" if cfg.get("multi_query") is True else f"{heads_key} (no num_key_value_heads)",
+        "multi_query" if cfg.get("multi_query") is True else say("kv.no_kv_key", field=heads_key),
     )
     group = t["query_heads_per_kv_head"]
     kind = "MHA" if group == 1 else "MQA" if t["kv_heads"] == 1 else "GQA"
     rows = [
-        ("2", "2", "one K and one V tensor per layer"),
+        ("2", "2", say("kv.two")),
         ("layers", str(t["layers"]), _key(cfg, "num_hidden_layers", "n_layer")),
     ]
     if t["sliding_layers"]:
         rows.append(
             (
-                "  of which sliding",
+                say("kv.of_which_sliding"),
                 str(t["sliding_layers"]),
-                f"sliding_window {t['sliding_window']}: keep at most that many tokens",
+                say("kv.window_keeps", window=t["sliding_window"]),
             )
         )
     rows += [
-        ("kv_heads", str(t["kv_heads"]), f"{kv_key} ({kind}: {t['query_heads']} query heads, {group} per KV head)"),
+        ("kv_heads", str(t["kv_heads"]), say("kv.kv_from", field=kv_key, kind=kind, heads=t["query_heads"], group=group)),
         (
             "head_dim",
             str(t["head_dim"]),
@@ -85,23 +91,32 @@ def term_rows(r: dict, config: dict) -> list[tuple[str, str, str]]:
     if t["sliding_layers"]:
         rows.append(
             (
-                "  cached per sliding layer",
+                say("kv.cached_sliding"),
                 str(t["cached_tokens_sliding"]),
                 f"min(tokens, sliding_window) = min({t['tokens']}, {t['sliding_window']})",
             )
         )
     rows += [
         ("batch", str(t["batch"]), "--batch"),
-        ("bytes per value", str(t["bytes_per_value"]), t["dtype"]),
-        ("= bytes", f"{r['bytes']:,}", r["human"]),
-        ("per token", f"{r['per_token_bytes']:,}", human(r["per_token_bytes"]) + " for each token more (all layers)"),
+        (say("kv.bytes_per_value"), str(t["bytes_per_value"]), t["dtype"]),
+        (say("kv.eq_bytes"), f"{r['bytes']:,}", r["human"]),
+        (say("kv.per_token"), f"{r['per_token_bytes']:,}", say("kv.per_token_from", size=human(r["per_token_bytes"]))),
     ]
     return rows
 
 
 def shape_rows(r: dict) -> list[tuple[str, str, str]]:
+    from attncalc.texts import t as say
+
+    def words(text: str) -> str:
+        return say(text) if text.startswith("kv.") else text
+
     return [
-        (name, " × ".join(map(str, s)) if isinstance(s, list) else str(s), SHAPE_MEANING.get(name, ""))
+        (
+            words(SHAPE_NAME.get(name, name)),
+            " × ".join(map(str, s)) if isinstance(s, list) else str(s),
+            words(SHAPE_MEANING.get(name, "")),
+        )
         for name, s in r["shapes"].items()
     ]
 
@@ -113,23 +128,23 @@ def print_table(r: dict, config: dict, title: str) -> None:
     from rich.table import Table
 
     from attncalc.render.table import console
+    from attncalc.texts import t as say
 
     con = console()
     con.print(title, style="bold", markup=False)
     con.print(SYMBOLIC, markup=False)
     con.print(f"      = {r['formula']} B ({r['human']})", markup=False)
     con.print()
-    for heading, rows in (("term", term_rows(r, config)), ("tensor", shape_rows(r))):
+    for heads, rows in ((say("kv.term_head"), term_rows(r, config)), (say("kv.shape_head"), shape_rows(r))):
         t = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 1))
-        t.add_column(heading, no_wrap=True)
-        t.add_column("value" if heading == "term" else "shape", justify="right", no_wrap=True)
-        t.add_column("from" if heading == "term" else "meaning")
+        for k, heading in enumerate(heads.split(" | ")):
+            t.add_column(heading, no_wrap=k < 2, justify="right" if k == 1 else "left")
         for row in rows:
             t.add_row(*row)
         con.print(t)
         con.print()
     for note in r["notes"]:
-        con.print(f"note: {note}", markup=False)
+        con.print(say("kv.note", note=note), markup=False)
 
 
 def markdown(r: dict, config: dict, title: str, latex: bool) -> str:
@@ -149,10 +164,12 @@ def markdown(r: dict, config: dict, title: str, latex: bool) -> str:
         for row in term_rows(r, config) + shape_rows(r):
             lines.append(" & ".join(c.replace("_", r"\_").replace("×", r"$\times$") for c in row) + r" \\")
         return "\n".join(lines + [r"\end{tabular}"] + [f"% {n}" for n in r["notes"]]) + "\n"
+    from attncalc.texts import t as say
+
     parts = [f"**{title}**", "", f"`{SYMBOLIC}`", "", f"`= {r['formula']}` B ({r['human']})", ""]
     for head, rows in (
-        (("term", "value", "from"), term_rows(r, config)),
-        (("tensor", "shape", "meaning"), shape_rows(r)),
+        (say("kv.term_head").split(" | "), term_rows(r, config)),
+        (say("kv.shape_head").split(" | "), shape_rows(r)),
     ):
         parts += ["| " + " | ".join(head) + " |", "|---|---:|---|"]
         parts += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows] + [""]
@@ -167,6 +184,7 @@ def register(app: typer.Typer) -> None:
         batch: Batch = 1,
         dtype: Dtype = None,
         fmt: o.Format = "auto",
+        lang: o.Lang = None,
         debug: o.Debug = False,
     ):
         """Shapes and KV-cache size of a real model from its config.json, term by term."""
@@ -175,12 +193,13 @@ def register(app: typer.Typer) -> None:
             import json
             import sys
 
-            from attncalc.errors import InputError
+            from attncalc import texts
             from attncalc.kvcache import kv_cache, read_config
             from attncalc.render.output import resolve_format
 
-            if fmt not in ("auto", "table", "json", "markdown", "latex"):
-                raise InputError("--format", "auto, table, json, markdown or latex", repr(fmt))
+            from attncalc.cli.app import check_choices
+
+            check_choices(fmt, None, lang)  # and says everything in --lang from here on
             cfg = read_config(config)
             r = kv_cache(cfg, tokens, batch, dtype, source=config)
             form = resolve_format(fmt)
@@ -189,11 +208,9 @@ def register(app: typer.Typer) -> None:
                 return
             name = (cfg.get("architectures") or [cfg.get("model_type") or ""])[0]
             t = r["terms"]
-            title = (
-                f"KV cache of {config}"
-                + (f" ({name})" if name else "")
-                + f": {t['tokens']} tokens × batch {t['batch']}, {t['dtype']}"
-            )
+            title = texts.t(
+                "kv.title", config=config + (f" ({name})" if name else ""), tokens=t["tokens"], batch=t["batch"]
+            ) + f", {t['dtype']}"
             if form == "table":
                 print_table(r, cfg, title)
             else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attncalc.core.build import Builder, Options, _dims
+from attncalc.core.expansion import Note
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import STAGES, Graph, Node
 from attncalc.core.layer_ops import Activation, LayerNorm, Mean, NegLogLikelihood, RMSNorm, SwiGLU
@@ -185,7 +186,7 @@ class Stack:
         self.b.g.add(
             Node(
                 out,
-                op=Identity(f"{out} is {x}"),
+                op=Identity(Note("note.same_as", out=out, x=x)),
                 inputs=(x,),
                 stage=stage,
                 formula=f"{out} = {x}",
@@ -264,7 +265,7 @@ def output(b: Builder, dec_out: str, labels, label_tokens, loss_rows) -> None:
                 op=Affine(transpose=True),
                 inputs=(dec_out, "E"),
                 stage="decoder",
-                formula="logits = dec_out·Eᵀ (tied)",
+                formula=Note("formula.logits_tied"),
                 rows=labels,
                 cols=vocab,
                 about="logits",
@@ -337,7 +338,7 @@ def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
     if source is not None:
         x = b.embed(source)
     else:  # a calculator without a fixture: X is what the user typed
-        x = b.g.add(Node("X", stage="embed", formula="X (given)", missing="X (give --x, or a fixture)"))
+        x = b.g.add(Node("X", stage="embed", formula=Note("formula.x_given"), missing="X (give --x, or a fixture)"))
     h = b.add_positions(x, labels)
     if last >= STAGES.index("qkv"):
         path = (

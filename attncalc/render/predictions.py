@@ -9,8 +9,14 @@ import numpy as np
 
 from attncalc.render.text import fmt
 from attncalc.render.view import visible
+from attncalc.texts import t
 
-HEADER = ("pos", "input", "label", "most likely", "p", "p(label)", "−log p(label)")
+
+def header() -> list[str]:
+    """pos, input, label, most likely, p, p(label), −log p(label) in the current language."""
+    return t("pred.header").split(" | ")
+
+
 MAX_ROWS = 16
 
 
@@ -81,20 +87,21 @@ def loss_line(values: dict, p: int) -> str | None:
         return None
     nll = np.asarray(values["nll"]).ravel()
     terms = " + ".join(fmt(x, p) for x in nll) if nll.size <= 8 else f"{fmt(nll[0], p)} + … + {fmt(nll[-1], p)}"
-    return f"loss = mean(−log p(label)) = ({terms}) / {nll.size} = {fmt(float(values['loss']), p)}"
+    return t("pred.loss", terms=terms, n=nll.size, loss=fmt(float(values["loss"]), p))
 
 
 def print_predictions(con, graph, values: dict, p: int) -> None:
     """The prediction table and the loss, in the terminal."""
     from rich.table import Table
 
-    t = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 1))
-    for k, head in enumerate(HEADER):
-        t.add_column(head, justify="right" if k in (0, 4, 5, 6) else "left", no_wrap=True)
+    head = header()
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 1))
+    for k, title in enumerate(head):
+        table.add_column(title, justify="right" if k in (0, 4, 5, 6) else "left", no_wrap=True)
     for row in predictions(graph, values):
-        t.add_row(*(["⋮"] * len(HEADER) if row is None else _cells(row, p)))
-    con.print("Next-token predictions", style="bold", markup=False)
-    con.print(t)
+        table.add_row(*(["⋮"] * len(head) if row is None else _cells(row, p)))
+    con.print(t("pred.title"), style="bold", markup=False)
+    con.print(table)
     line = loss_line(values, p)
     if line:
         con.print(line, markup=False)
@@ -102,13 +109,14 @@ def print_predictions(con, graph, values: dict, p: int) -> None:
 
 def markdown_predictions(graph, values: dict, p: int) -> str:
     """The prediction table and the loss, as Markdown."""
+    head = header()
     rows = [
-        "| " + " | ".join(("⋮",) * len(HEADER) if r is None else _cells(r, p, code=True)) + " |"
+        "| " + " | ".join(("⋮",) * len(head) if r is None else _cells(r, p, code=True)) + " |"
         for r in predictions(graph, values)
     ]
-    rule = "|" + "|".join("---:" if k in (0, 4, 5, 6) else "---" for k in range(len(HEADER))) + "|"
+    rule = "|" + "|".join("---:" if k in (0, 4, 5, 6) else "---" for k in range(len(head))) + "|"
     line = loss_line(values, p)
     return "\n".join(
-        ["**Next-token predictions**", "", "| " + " | ".join(HEADER) + " |", rule, *rows, ""]
+        [f"**{t('pred.title')}**", "", "| " + " | ".join(head) + " |", rule, *rows, ""]
         + ([f"**{line}**", ""] if line else [])
     )

@@ -55,7 +55,7 @@ def _token(t, p: int, latex: bool) -> str:
     if isinstance(t, (int, float)) and not isinstance(t, bool):
         text = fmt(t, p)
         return text.replace("−∞", r"-\infty") if latex else text
-    return LATEX_SYMBOLS.get(t, t) if latex else str(t)
+    return str(LATEX_SYMBOLS.get(t, t)) if latex else str(t)  # str() says a Note in the current language
 
 
 def line_text(line: list, p: int = 3, latex: bool = False) -> str:
@@ -81,5 +81,5 @@ def expansion_lines(e: Expansion, p: int = 3, latex: bool = False) -> list[str]:
     """The explanation as lines of text, its note last."""
     lines = [line_text(line, p, latex) for line in e.lines]
     if e.note:
-        lines.append(("% " if latex else "") + e.note)
+        lines.append(("% " if latex else "") + str(e.note))
     return lines
