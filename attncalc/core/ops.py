@@ -127,13 +127,11 @@ class Scores(Op):
         """Which query heads share which KV head ("" for ordinary multi-head attention)."""
         if self.h == self.g:
             return ""
-        if self.g == 1:
-            return Note("note.mqa", h=self.h)
         per = self.h // self.g
         groups = tuple(
             Note("note.gqa_group", heads=", ".join(map(str, range(k * per, (k + 1) * per))), kv=k) for k in range(self.g)
         )
-        return Note("note.gqa", h=self.h, g=self.g, per=per, groups=groups)
+        return Note("note.mqa" if self.g == 1 else "note.gqa", h=self.h, g=self.g, per=per, groups=groups)
 
     def split(self, q, k):
         """Q, K as [h, n, d_k] and [h, m, d_k], each query head with its KV head."""

@@ -128,7 +128,7 @@ TEXTS = {
     "note.pe_cell": "position {pos}, pair i = {i}",
     "note.no_wo": "no Wo: Z = O",
     "note.kv_head": "head {head} uses KV head {kv}",
-    "note.mqa": "MQA: all {h} query heads share one KV head",
+    "note.mqa": "MQA: {h} query heads share {g} KV head ({per} per KV head): {groups}",
     "note.gqa": "GQA: {h} query heads share {g} KV heads ({per} per KV head): {groups}",
     "note.gqa_group": "query heads {heads} → KV head {kv}",
     "note.every_key_blocked": "every key blocked",

@@ -128,7 +128,7 @@ TEXTS = {
     "note.pe_cell": "位置 {pos}，第 i = {i} 对",
     "note.no_wo": "没有 Wo：Z = O",
     "note.kv_head": "第 {head} 个头使用第 {kv} 个 KV 头",
-    "note.mqa": "MQA：全部 {h} 个查询头共用一个 KV 头",
+    "note.mqa": "MQA：全部 {h} 个查询头共用 {g} 个 KV 头（每个 KV 头对应 {per} 个查询头）：{groups}",
     "note.gqa": "GQA：{h} 个查询头共用 {g} 个 KV 头（每个 KV 头对应 {per} 个查询头）：{groups}",
     "note.gqa_group": "查询头 {heads} → KV 头 {kv}",
     "note.every_key_blocked": "所有键都被屏蔽",
