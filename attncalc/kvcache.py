@@ -152,7 +152,9 @@ def kv_cache(
         raise InputError(at + kvkey, f"a divisor of {hkey} ({heads})", str(kv))
     group = heads // kv
     kind = "MHA" if kv == heads else "MQA" if kv == 1 else "GQA"
-    notes.append(say("kv.heads_one" if group == 1 else "kv.heads", kind=kind, heads=heads, kv=kv, field=kvkey, group=group))
+    notes.append(
+        say("kv.heads_one" if group == 1 else "kv.heads", kind=kind, heads=heads, kv=kv, field=kvkey, group=group)
+    )
     _, head_dim = _get_int(cfg, ("head_dim",), at, required=False)
     if head_dim is None:
         if d_model % heads:

@@ -23,7 +23,9 @@ ALLOWED = {
     ).split()
 }
 # short English words that are prose wherever they stand (a token of the example is still allowed)
-SHORT = set("a an of is to per and or by at in on for the with from not no row col head new all its it as be are".split())
+SHORT = set(
+    "a an of is to per and or by at in on for the with from not no row col head new all its it as be are".split()
+)
 # a tensor name or identifier: has a digit, an underscore, a dot, a bracket, or is 1–2 capitals (Q, S, PE)
 IDENT = re.compile(r"^(?:[A-Za-z]|[A-Z]{2,3}|.*[\d_.\[\]].*)$")
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.'\-\[\]]*[A-Za-z0-9_\]]|[A-Za-z]")

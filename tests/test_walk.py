@@ -106,7 +106,7 @@ def test_ctrl_c_leaves_with_130_and_no_traceback():
 
 def test_lang_zh_speaks_chinese():
     c = spawn("--lang", "zh")
-    c.expect("词嵌入：把词变成向量")
+    c.expect("词嵌入：把词元变成向量")
     c.expect("神经网络只能处理数字")
     c.expect("回车/空格 下一步")
     c.send("q")

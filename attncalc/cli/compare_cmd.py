@@ -155,7 +155,10 @@ def markdown(c, p: int, all_tensors: bool) -> str:
         "",
         f"- {_side(c, 'left')}",
         f"- {_side(c, 'right')}",
-    ] + ["- " + t("cmp.field", path=f"`{path}`", left=f"`{_short(a)}`", right=f"`{_short(b)}`") for path, a, b in c.fields]
+    ] + [
+        "- " + t("cmp.field", path=f"`{path}`", left=f"`{_short(a)}`", right=f"`{_short(b)}`")
+        for path, a, b in c.fields
+    ]
     parts += ["", t("cmp.bold"), ""]
     for pair in c.pairs:
         parts += [f"**{_header(pair)}**", ""]

@@ -78,7 +78,11 @@ def term_rows(r: dict, config: dict) -> list[tuple[str, str, str]]:
             )
         )
     rows += [
-        ("kv_heads", str(t["kv_heads"]), say("kv.kv_from", field=kv_key, kind=kind, heads=t["query_heads"], group=group)),
+        (
+            "kv_heads",
+            str(t["kv_heads"]),
+            say("kv.kv_from", field=kv_key, kind=kind, heads=t["query_heads"], group=group),
+        ),
         (
             "head_dim",
             str(t["head_dim"]),
@@ -194,10 +198,9 @@ def register(app: typer.Typer) -> None:
             import sys
 
             from attncalc import texts
+            from attncalc.cli.app import check_choices
             from attncalc.kvcache import kv_cache, read_config
             from attncalc.render.output import resolve_format
-
-            from attncalc.cli.app import check_choices
 
             check_choices(fmt, None, lang)  # and says everything in --lang from here on
             cfg = read_config(config)
@@ -208,9 +211,12 @@ def register(app: typer.Typer) -> None:
                 return
             name = (cfg.get("architectures") or [cfg.get("model_type") or ""])[0]
             t = r["terms"]
-            title = texts.t(
-                "kv.title", config=config + (f" ({name})" if name else ""), tokens=t["tokens"], batch=t["batch"]
-            ) + f", {t['dtype']}"
+            title = (
+                texts.t(
+                    "kv.title", config=config + (f" ({name})" if name else ""), tokens=t["tokens"], batch=t["batch"]
+                )
+                + f", {t['dtype']}"
+            )
             if form == "table":
                 print_table(r, cfg, title)
             else:

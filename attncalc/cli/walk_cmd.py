@@ -71,7 +71,7 @@ def walk(
             raise InputError("--export", "a file name ending in .html or .svg", repr(export))
         from attncalc.walk import markdown, open_walk
 
-        w = open_walk(example, fixture, sets or [], lang or texts.default_lang(), start, end, precision)
+        w = open_walk(example, fixture, sets or [], texts.use(lang), start, end, precision)
         for message in w.session.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")
         if fmt == "markdown":

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attncalc.core import positions
-from attncalc.core.fixture import Fixture
 from attncalc.core.expansion import Note
+from attncalc.core.fixture import Fixture
 from attncalc.core.graph import Graph, Node
 from attncalc.core.ops import Add, Affine, Attend, Identity, Lookup, Mask, Scale, Scores, Softmax
 from attncalc.core.position_ops import Alibi, Angles, MaskMatrix, Rope, Sinusoidal

@@ -353,7 +353,12 @@ def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
                 "attention",
             )
         )
-        kind = opts.kind if opts and opts.kind else ("causal" if path.startswith("decoder") else "none")
+        if opts and opts.kind:
+            kind = opts.kind
+        elif path.startswith("decoder"):
+            kind = "causal"
+        else:  # the same mask as encoder layer 0: a pad token in the source is never attended to
+            kind = "padding" if key_is_pad and any(key_is_pad) else "none"
         attn_in = h
         part = path.split(".")[0]
         if path == f"{part}.layers[0].self_attention" and fx.boolean(f"{part}.norm_first", False):

@@ -129,7 +129,8 @@ class Scores(Op):
             return ""
         per = self.h // self.g
         groups = tuple(
-            Note("note.gqa_group", heads=", ".join(map(str, range(k * per, (k + 1) * per))), kv=k) for k in range(self.g)
+            Note("note.gqa_group", heads=", ".join(map(str, range(k * per, (k + 1) * per))), kv=k)
+            for k in range(self.g)
         )
         return Note("note.mqa" if self.g == 1 else "note.gqa", h=self.h, g=self.g, per=per, groups=groups)
 

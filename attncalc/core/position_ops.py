@@ -67,7 +67,9 @@ class MaskMatrix(Op):
         future = "causal" in self.kind and m is not None and j > i + (m - n)
         pad = "padding" in self.kind and self.key_is_pad is not None and bool(self.key_is_pad[j])
         if future or pad:
-            return Note("note.blocked_" + ("future_pad" if future and pad else "future" if future else "pad"), q=ql, k=kl)
+            return Note(
+                "note.blocked_" + ("future_pad" if future and pad else "future" if future else "pad"), q=ql, k=kl
+            )
         return ""
 
     def explain(self, xs, idx, g):

@@ -49,10 +49,16 @@ def say(words, lang: str | None = None) -> str:
     """A `Note` (a key and its values, made by core/ which holds no prose) as text in `lang`; a plain
     string as it is. Values that are Notes themselves are said first."""
     if isinstance(words, tuple):  # several Notes said one after the other
-        return "；".join(say(w, lang) for w in words) if (lang or current()) == "zh" else "; ".join(say(w, lang) for w in words)
+        return (
+            "；".join(say(w, lang) for w in words)
+            if (lang or current()) == "zh"
+            else "; ".join(say(w, lang) for w in words)
+        )
     if not hasattr(words, "key"):
         return str(words)
-    return t(words.key, lang, **{k: say(v, lang) if isinstance(v, tuple) or hasattr(v, "key") else v for k, v in words.items})
+    return t(
+        words.key, lang, **{k: say(v, lang) if isinstance(v, tuple) or hasattr(v, "key") else v for k, v in words.items}
+    )
 
 
 def has(key: str) -> bool:
