@@ -444,6 +444,8 @@ def markdown(walk: Walk, precision: int) -> str:
 
     lang, g = walk.lang, walk.session.graph
     desc = walk.session.fixture.get("description") or ""
+    if desc and texts.has("example." + walk.name):  # a bundled example, described in the reader's language
+        desc = texts.t("example." + walk.name, lang)
     out = [f"# {md_escape(texts.ui('doc_title', lang, name=walk.name))}", ""] + ([md_escape(desc), ""] * bool(desc))
     for k, s in enumerate(walk.screens):
         out += [

@@ -202,11 +202,11 @@ def test_markdown_is_one_readable_document(cli):
     html = MarkdownIt("commonmark").enable("table").render(md)
     assert n == len(screens(cli("walk", "--example", "woaini", "--no-pause").stdout))
     assert html.count("<table>") == table_titles > n  # every matrix a Markdown table
-    assert md.startswith("# attncalc 逐步讲解：woaini") and "## 1. 词嵌入：把词变成向量" in md
+    assert md.startswith("# attncalc 逐步讲解：woaini") and "## 1. 词嵌入：把词元变成向量" in md
     assert "| **爱** | 0.426 | 1.770 | 0.426 | 1.770 |" in md  # Q, with its Chinese row label
     assert "<s>" not in html.replace("&lt;s&gt;", "") and "[bold" not in md and "\x1b" not in md
     assert "- `Q[你, 0] = 1.909×0.5 + 0.584×0 + 0.020×0.5 + 1.000×0 = 0.965`" in md  # a worked cell
-    assert "为什么除以 √d_k" in md
+    assert "为什么要除以 √d_k" in md
 
 
 def test_lang_defaults_from_LANG(cli, monkeypatch):

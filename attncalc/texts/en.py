@@ -199,6 +199,9 @@ TEXTS = {
     "pred.header": "pos | input | label | most likely | p | p(label) | −log p(label)",
     "pred.loss": "loss = mean(−log p(label)) = ({terms}) / {n} = {loss}",
     "warn.blocked_rows": "{name}: {n} more rows block every key (all zero weights and outputs)",
+    "example.tinyllama": "<s> the cat → sat on a mat </s>: a tiny LLaMA-style decoder (RoPE, GQA 4 query / 2 KV heads, RMSNorm, SwiGLU, pre-norm, 2 layers, d_model 8)",
+    "example.wochiyu": "我 吃 鱼 with given embeddings, no positional encoding, d_k = 2",
+    "example.woaini": "我 爱 你 → I love you (d_model 4, one head, sinusoidal PE, 1 encoder + 1 decoder layer)",
     "warn.blocked_row": "{name} row {i} ({row}) blocks every key: its attention weights and output are all zero",
     # ---- zh area: kvcache's words (the numbers are kvcache.py's) ----
     "kv.title": "KV cache of {config}: {tokens} tokens × batch {batch}",

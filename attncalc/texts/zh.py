@@ -199,6 +199,9 @@ TEXTS = {
     "pred.header": "位置 | 输入 | 标签 | 最可能 | p | p(标签) | −log p(标签)",
     "pred.loss": "loss = mean(−log p(标签)) = ({terms}) / {n} = {loss}",
     "warn.blocked_rows": "{name}：另有 {n} 行屏蔽了所有的键（权重和输出全为 0）",
+    "example.tinyllama": "<s> the cat → sat on a mat </s>：一个很小的 LLaMA 式解码器（RoPE；GQA，4 个查询头、2 个 KV 头；RMSNorm；SwiGLU；前置归一化；2 层；d_model 为 8）",
+    "example.wochiyu": "我 吃 鱼：直接给出嵌入，不加位置编码，d_k = 2",
+    "example.woaini": "我 爱 你 → I love you（d_model 为 4，单头注意力，正弦位置编码，编码器和解码器各 1 层）",
     "warn.blocked_row": "{name} 的第 {i} 行（{row}）屏蔽了所有的键：这一行的注意力权重和输出全为 0",
     # ---- zh 部分：kvcache 的文字（数值来自 kvcache.py） ----
     "kv.title": "{config} 的 KV 缓存：{tokens} 个词元 × 批大小 {batch}",
