@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attncalc import texts
 from attncalc.core.graph import Graph
 from attncalc.core.ops import Add, Affine, Mask, Scale, Scores, Softmax
 from attncalc.errors import InputError, describe
@@ -35,16 +36,8 @@ from attncalc.render.text import expansion_lines
 NEG_INF = {"-inf", "−inf", "-∞", "−∞", "-infinity"}
 _NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
 _HEADER = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?:\[\s*(\d+)\s*\])?\s*=(.*)")
-MISTAKES = {
-    "columns": "softmax over columns instead of rows",
-    "no_scale": "no ÷√d_k (the scores were not scaled)",
-    "mask_after": "mask applied after the softmax (blocked weights zeroed, not renormalised)",
-    "no_mask": "mask not applied",
-    "no_transpose": "K not transposed (Q·K instead of Q·Kᵀ)",
-    "swapped": "rows and columns swapped (K·Qᵀ instead of Q·Kᵀ)",
-    "no_pe": "X used instead of X + PE",
-    "head": "a row of the wrong head",
-}
+# the known mistakes, each named by the text check.mistake.<key>
+MISTAKES = ("columns", "no_scale", "mask_after", "no_mask", "no_transpose", "swapped", "no_pe", "head")
 
 
 class Literal(float):
@@ -344,7 +337,7 @@ def mistake(graph: Graph, yours: Graph, name: str, y, truth, step, tol, slip) ->
         candidates.append(("head", head))
     for key, alt in candidates:
         if alt is not None and _close(y, alt, tol)[slip].all():
-            return MISTAKES[key]
+            return texts.t("check.mistake." + key)
     return None
 
 
