@@ -67,6 +67,12 @@ def _short(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _source(c) -> str:
+    """What was compared, as the command line names it (`--example woaini`, a file name)."""
+    source = c.left.source
+    return "--" + source if source.startswith("example ") else source
+
+
 def _side(c, side: str) -> str:
     from attncalc.texts import t
 
@@ -94,7 +100,7 @@ def _header(pair) -> str:
 
     from attncalc.texts import t
 
-    shape = lambda a: "×".join(map(str, np.shape(a))) or "scalar"  # noqa: E731
+    shape = lambda a: "×".join(map(str, np.shape(a))) or t("caption.scalar")  # noqa: E731
     if pair.status == "only left":
         return f"{pair.name}   [{shape(pair.left)}]   {t('cmp.only_left')}"
     if pair.status == "only right":
@@ -116,7 +122,7 @@ def print_table(c, p: int, all_tensors: bool) -> None:
     from attncalc.texts import t
 
     con = console()
-    con.print(t("cmp.title", stage=c.stage, source=c.left.source), markup=False)
+    con.print(t("cmp.title", stage=c.stage, source=_source(c)), markup=False)
     con.print(f"  {_side(c, 'left')}", markup=False)
     con.print(f"  {_side(c, 'right')}", markup=False)
     for path, a, b in c.fields:
@@ -151,7 +157,7 @@ def markdown(c, p: int, all_tensors: bool) -> str:
     from attncalc.texts import t
 
     parts = [
-        f"**{t('cmp.title', stage=c.stage, source=c.left.source)}**",
+        f"**{t('cmp.title', stage=c.stage, source=_source(c))}**",
         "",
         f"- {_side(c, 'left')}",
         f"- {_side(c, 'right')}",

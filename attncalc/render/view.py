@@ -39,7 +39,7 @@ HEAT = {"A", "probs", "M"}
 def views(name: str, node, value, max_rows: int = 16, max_cols: int = 12, max_heads: int = 8) -> list[View]:
     """The slices of `value` to draw: one per head for [h, n, m], one for a matrix, a row for a vector."""
     a = np.asarray(value)
-    shape = "×".join(map(str, a.shape)) or "scalar"
+    shape = "×".join(map(str, a.shape)) or say("caption.scalar")
     base = name.split(".")[-1]
     heat = base in HEAT
     formula = str(node.formula) if node is not None else ""  # a Note is said in the current language

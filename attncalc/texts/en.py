@@ -271,6 +271,8 @@ TEXTS = {
     "kv.too_long": "{tokens} tokens exceed the model's {max_pos} positions",
     # ---- zh area: compare and table captions ----
     "caption.head": "head {h}",
+    "caption.scalar": "scalar",
+    "caption.head_index": "head {h}",
     "cmp.title": "compare at stage {stage}: {source}",
     "cmp.left": "left: {sets}",
     "cmp.right": "right: {sets}",

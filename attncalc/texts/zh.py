@@ -271,6 +271,8 @@ TEXTS = {
     "kv.too_long": "{tokens} 个词元超出了模型的 {max_pos} 个位置",
     # ---- zh 部分：compare 与表格标题 ----
     "caption.head": "第 {h} 个头",
+    "caption.scalar": "标量",
+    "caption.head_index": "头 {h}",
     "cmp.title": "在 {stage} 阶段比较：{source}",
     "cmp.left": "左边：{sets}",
     "cmp.right": "右边：{sets}",
