@@ -411,7 +411,7 @@ def draw(con, walk: Walk, k: int, precision: int, ask=None) -> None:
     from rich.rule import Rule
     from rich.text import Text
 
-    from attncalc.render.table import print_explanation, print_views
+    from attncalc.render.table import print_explanation, print_paragraph, print_views
 
     s, lang = walk.screens[k], walk.lang
     con.print(Rule(Text(f"{texts.ui('step', lang, k=k + 1, n=len(walk.screens))} · {s.stage}")))
@@ -420,8 +420,7 @@ def draw(con, walk: Walk, k: int, precision: int, ask=None) -> None:
         con.print(Text("  " + f))
     con.print()
     for w in s.why:
-        for line in texts.wrap(w, con.width):
-            con.print(Text(line))
+        print_paragraph(con, w)
         con.print()
     if s.weights:
         con.print(Text(texts.ui("weights", lang), style="italic"))
@@ -429,7 +428,7 @@ def draw(con, walk: Walk, k: int, precision: int, ask=None) -> None:
     drawn = ask(s) if ask is not None else []
     print_views(con, views_of(walk, [t for t in s.tensors if t not in drawn]) + s.views, precision)
     for line in s.lines:
-        con.print(Text(line))
+        print_paragraph(con, line)
         con.print()
     if s.example is not None and s.main:
         g = walk.session.graph

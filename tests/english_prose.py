@@ -32,7 +32,9 @@ ALLOWED = {
     ).split()
 }
 # short English words that are prose wherever they stand (a token of the example is still allowed)
-SHORT = set("a an of is to per and or by at in on for the with from not no row col head new all its it as be are".split())
+SHORT = set(
+    "a an of is to per and or by at in on for the with from not no row col head new all its it as be are".split()
+)
 IDENT = re.compile(r"^(?:[A-Za-z]|[A-Z]{2,3}|.*[\d_.\[\]].*|[A-Za-z]*[a-z][A-Z][A-Za-z]*)$")  # …, LlamaForCausalLM
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.'\-]*[A-Za-z0-9_]|[A-Za-z]")
 # what may stand between two words of one run: spaces and light punctuation, no CJK, no formula symbols

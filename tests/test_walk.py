@@ -7,7 +7,9 @@ import re
 import sys
 
 import pytest
+from rich.cells import cell_len
 
+from attncalc import texts
 from attncalc.cli.walk_cmd import judge
 from attncalc.texts import wrap
 
@@ -277,5 +279,11 @@ def test_wrap_breaks_chinese_between_characters():
     text = "神经网络只能处理数字，不能直接处理词。每个词按编号在嵌入表 E 中取出一行，这一行就是它的向量。"
     lines = wrap(text, 20)
     assert "".join(lines).replace(" ", "") == text.replace(" ", "")
-    assert all(len(line.encode("gbk")) <= 22 for line in lines)  # 2 cells per character; a closing mark may stay
+    assert all(len(line.encode("gbk")) <= 20 for line in lines)  # 2 cells per character, never past the width
     assert not any(line.startswith(("，", "。")) for line in lines)
+    for width in range(12, 101):  # every width: no line too long, none starting with a closing mark
+        for paragraph in (text, texts.why("mask", "zh"), texts.why("alibi", "zh"), texts.why("S", "en")):
+            lines = wrap(paragraph, width)
+            assert "".join(lines).replace(" ", "") == paragraph.replace(" ", "")
+            assert all(cell_len(line) <= width for line in lines), (width, lines)
+            assert not any(line[0] in texts.CLOSING or line[-1] in texts.OPENING for line in lines), (width, lines)

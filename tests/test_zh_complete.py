@@ -47,7 +47,7 @@ def test_the_detector_finds_english_prose_and_passes_formulas_tokens_and_names()
         "GQA：KV 缓存缩小到原来的 kv_heads/heads",
         "选中：love（贪心解码：概率最大，0.612）",
         "I love you </s>",
-        "字段 position.type：\"sinusoidal\" → \"rope\"",
+        '字段 position.type："sinusoidal" → "rope"',
     ]
     assert [prose(line, TOKENS) for line in clean] == [[]] * len(clean)
 

@@ -172,8 +172,10 @@ class Tour:
             if k is None:
                 break
         else:
+            from attncalc.render.table import print_paragraph
+
             for note in self.w.notes:
-                self.con.print(note, markup=False)
+                print_paragraph(self.con, note)
         if self.answered:
             self.con.print(self.text("score", right=self.right, asked=self.answered), markup=False)
 

@@ -156,10 +156,10 @@ def cache_note(result) -> str:
 def print_generation(model, result, precision: int) -> None:
     from rich.table import Table
 
-    from attncalc.render.table import console, print_views
+    from attncalc.render.table import console, print_paragraph, print_views
 
     con = console()
-    con.print(intro(model), markup=False)
+    print_paragraph(con, intro(model))
     con.print()
     if model.encoder is not None:
         node = model.encoder.nodes["enc_out"]
@@ -181,7 +181,7 @@ def print_generation(model, result, precision: int) -> None:
         con.print(table)
         if rest:
             con.print(say("gen.more_tokens", n=rest), markup=False)
-        con.print(choice_line(step, precision), markup=False)
+        print_paragraph(con, choice_line(step, precision))
         con.print()
     summary = Table(box=None, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1))
     for k, head in enumerate(summary_head()):
@@ -189,7 +189,7 @@ def print_generation(model, result, precision: int) -> None:
     for row in summary_rows(result, precision):
         summary.add_row(*row)
     con.rule(say("gen.summary"), characters="─", style="", align="left")
-    con.print(cache_note(result), markup=False)
+    print_paragraph(con, cache_note(result))
     con.print(summary)
     con.print(say("gen.generated", tokens=" ".join(result.generated)), markup=False)
 

@@ -108,6 +108,14 @@ def fit(view: View, p: int, width: int) -> View:
     return replace(view, cols=real[:split] + [None] + real[split:])
 
 
+def print_paragraph(con, text: str, style: str = "") -> None:
+    """A sentence or paragraph in lines that fit the console (Chinese too), so Rich never wraps them again."""
+    from attncalc.texts import wrap
+
+    for line in wrap(text, con.width):
+        con.print(line, style=style, markup=False, highlight=False)
+
+
 def print_views(con, views: list[View], p: int) -> None:
     for v in views:
         con.print(v.title, style="bold", markup=False)
