@@ -163,7 +163,7 @@ def generation_screens(session: Session, lang: str, precision: int) -> list[Scre
                 "generate",
                 "",
                 title,
-                generation_formulas(len(step.inputs), lang),
+                generation_formulas(len(step.inputs), step.index == 0, lang),
                 [texts.why(first if step.index == 0 else "kv_cache", lang)],
                 [],
                 views=[
@@ -180,10 +180,12 @@ def generation_screens(session: Session, lang: str, precision: int) -> list[Scre
     return screens
 
 
-def generation_formulas(new_rows: int, lang: str) -> list[str]:
-    """A step's formulas: one new row, or (step 0 of a decoder-only model) every row of the prompt."""
-    key = "gen.f_new_row" if new_rows == 1 else "gen.f_prompt_rows"
-    return [texts.t(k, lang, n=new_rows) for k in (key, "gen.f_cache", "gen.f_attend", "gen.f_next")]
+def generation_formulas(new_rows: int, first: bool, lang: str) -> list[str]:
+    """A step's formulas: one new row, or (step 0 of a decoder-only model) every row of the prompt; the
+    cache is empty before step 0."""
+    rows = "gen.f_new_row" if new_rows == 1 else "gen.f_prompt_rows"
+    cache = "gen.f_cache_first" if first else "gen.f_cache"
+    return [texts.t(k, lang, n=new_rows) for k in (rows, cache, "gen.f_attend", "gen.f_next")]
 
 
 def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_STAGES) - 1) -> list[Screen]:

@@ -192,6 +192,7 @@ TEXTS = {
     "gen.f_next": "next token = argmax probs",
     "gen.f_attend": "A = softmax(q·Kᵀ / √d_k),  O = A·V,  then the rest of each layer and the logits",
     "gen.f_cache": "K = [cached K; k_new],  V = [cached V; v_new]",
+    "gen.f_cache_first": "K = k_new,  V = v_new   (the cache was empty: it starts with these rows)",
     "gen.f_prompt_rows": "Q, K, V = D·Wq, D·Wk, D·Wv   (all {n} prompt rows: they fill the cache)",
     "gen.f_new_row": "q, k_new, v_new = D·Wq, D·Wk, D·Wv   (the new row only)",
     # ---- zh area: the decoder's prediction table ----
