@@ -18,7 +18,7 @@ ALLOWED = {
     for term in (
         # terms a Chinese text keeps (often glossed at first mention: 词元（token）, 查询（query）)
         "softmax ReLU GELU SiLU RoPE ALiBi LayerNorm RMSNorm SwiGLU FFN KV token tokens logits logit GQA MQA MHA "
-        "Add Norm Pre-Norm Post-Norm NaN inf query key value top-k top-p argmax "
+        "Add Norm Pre-Norm Post-Norm NaN inf query key value top-k top-p argmax true false null "
         # names of models, libraries and functions
         "BERT GPT GPT-2 LLaMA Mistral Qwen Qwen2 Gemma PyTorch NumPy attncalc scaled_dot_product_attention "
         "relu gelu silu exp log sqrt sin cos tanh max min mean "
@@ -58,6 +58,8 @@ def prose(line: str, tokens=frozenset()) -> list[str]:
     line = re.sub(r"--[a-z][a-z-]*|(?<![\w-])-[a-z] [a-z]+", " ", line)  # options (-f json too)
     line = re.sub(r"</?[A-Za-z]+>", " ", line)  # <s>, </s>, <pad>
     line = re.sub(r'"[^"]*"', " ", line)  # JSON strings
+    line = line.replace("\\_", "_").replace("{,}", ",")  # LaTeX: kv\_heads, 536{,}870
+    line = re.sub(r"\\(?:begin|end)\{[^}]*\}|\\[A-Za-z]+|\{[lrc|]+\}", " ", line)  # \\text, \\times, {lrl}
     runs, run, end = [], [], 0
     for m in WORD.finditer(line):
         word, before, after = m.group(), line[: m.start()], line[m.end() :]

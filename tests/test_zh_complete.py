@@ -115,6 +115,24 @@ def test_kvcache_speaks_chinese(cli):
     assert "说明：" in out and "每个 KV 头对应 4 个查询头" in out
 
 
+@pytest.mark.parametrize(
+    "config, fmt",
+    [
+        ("qwen2-7b.json", "table"),
+        ("gemma-7b.json", "markdown"),
+        ("mistral-7b-v0.1.json", "latex"),
+        ("gpt2.json", "table"),
+    ],
+)
+def test_kvcache_notes_of_every_config_speak_chinese(cli, config, fmt):
+    chinese(cli("kvcache", f"tests/configs/{config}", "-n", "40000", "-f", fmt, "--lang", "zh"))
+
+
+@pytest.mark.parametrize("args", [("attend", "--example", "tinyllama"), ("generate", "--example", "tinyllama")])
+def test_latex_notes_speak_chinese(cli, args):
+    chinese(cli(*args, "-f", "latex", "--lang", "zh"))
+
+
 def test_compare_speaks_chinese(cli):
     chinese(cli("compare", "--example", "woaini", "--set", "position.type=rope", "-f", "table", "--lang", "zh"))
 

@@ -158,7 +158,7 @@ def markdown(r: dict, config: dict, title: str, latex: bool) -> str:
             f"% {title}",
             r"\[",
             r"\text{bytes} = 2 \times \text{layers} \times \text{kv\_heads} \times "
-            r"\text{head\_dim} \times \text{tokens} \times \text{batch} \times \text{bytes per value}",
+            r"\text{head\_dim} \times \text{tokens} \times \text{batch} \times \text{bytes\_per\_value}",
             r"\]",
             r"\[",
             formula,
