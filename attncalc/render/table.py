@@ -127,6 +127,12 @@ def print_explanation(con, label: str, expansion, p: int) -> None:
     """`Q[爱, 0] = 0.841×0.5 + … = 0.426`, continuation lines aligned under the first."""
     from rich.cells import cell_len
 
+    from attncalc.texts import wrap
+
     lines = expansion_lines(expansion, p)
+    note = lines.pop() if expansion.note else None  # words: wrapped by width, under the arithmetic
     for k, line in enumerate(lines):  # continuation lines start with "=", under the first one
         con.print((f"{label} = " if k == 0 else " " * (cell_len(label) + 1)) + line, markup=False)
+    indent = " " * (cell_len(label) + 1)
+    for line in wrap(note, max(20, con.width - len(indent))) if note else []:
+        con.print(indent + line, markup=False, highlight=False)
