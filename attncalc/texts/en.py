@@ -12,7 +12,7 @@ TEXTS = {
     "why.pe_learned": "Attention by itself ignores order, so each row gets a vector for its position. Here the position vectors are a learned table (as in BERT and GPT-2), one row per position.",
     "why.residual_pe": "H = X + PE: adding instead of concatenating keeps the width d_model. H now holds both what the token is and where it is; it is the input of attention.",
     "why.pe_rope": "With RoPE nothing is added to X: position enters later, by rotating Q and K, so that a score depends on how far apart two tokens are. Here H = X.",
-    "why.pe_alibi": "With ALiBi nothing is added to X: position enters as a penalty on the scores that grows with distance. Here H = X.",
+    "why.pe_alibi": "With ALiBi nothing is added to X: position enters later, as a bias on the scores that depends on how far apart query and key are. Here H = X.",
     "why.pe_none": "No positional encoding is added here (the vectors are used as they are, as in a RoPE model before its rotation). H = X.",
     "why.Q": "Q, the queries: what each token is looking for.",
     "why.K": "K, the keys: what each token can be found by; a query matches a key through their dot product.",
