@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from attncalc import texts
 from attncalc.core.graph import Graph
 from attncalc.core.ops import Add, Affine, Mask, Scale, Scores, Softmax
 from attncalc.errors import InputError
@@ -33,16 +34,8 @@ from attncalc.inputs.worksheet import Sheet
 from attncalc.render.text import expansion_lines
 from attncalc.tolerance import tolerances
 
-MISTAKES = {
-    "columns": "softmax over columns instead of rows",
-    "no_scale": "no ÷√d_k (the scores were not scaled)",
-    "mask_after": "mask applied after the softmax (blocked weights zeroed, not renormalised)",
-    "no_mask": "mask not applied",
-    "no_transpose": "K not transposed (Q·K instead of Q·Kᵀ)",
-    "swapped": "rows and columns swapped (K·Qᵀ instead of Q·Kᵀ)",
-    "no_pe": "X used instead of X + PE",
-    "head": "a row of the wrong head",
-}
+# the known mistakes, each named by the text check.mistake.<key>
+MISTAKES = ("columns", "no_scale", "mask_after", "no_mask", "no_transpose", "swapped", "no_pe", "head")
 
 
 # ---- the model's side ------------------------------------------------------------------------
@@ -190,10 +183,10 @@ def mistake(graph: Graph, yours: Graph, name: str, y, truth, step, tol, slip) ->
             pass
     for key, alt in candidates:
         if alt is not None and _close(y, alt, tol).all():
-            return MISTAKES[key]
+            return texts.t("check.mistake." + key)
     head = _wrong_head(y, [r for r in (truth, step) if r is not None], tol, slip)
     if head is not None and _close(y, head, tol)[slip].all():
-        return MISTAKES["head"]
+        return texts.t("check.mistake.head")
     return None
 
 
@@ -246,7 +239,7 @@ def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, prec
                 }
             )
         tensors[name] = {
-            "formula": node.formula,
+            "formula": str(node.formula),
             "shape": list(y.shape),
             "verdicts": verdicts.tolist(),
             "yours": jsonable(y),

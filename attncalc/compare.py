@@ -136,7 +136,7 @@ def compare(
             None if b is None else np.asarray(b, float),
             node.rows if node else None,
             node.cols if node else None,
-            node.formula if node else "",
+            str(node.formula) if node else "",
         )
         if pair.left is not None and pair.right is not None and pair.left.shape == pair.right.shape:
             pair.changed, pair.max_diff = cell_diff(pair.left, pair.right, tol)

@@ -21,7 +21,7 @@ import numpy as np
 
 from attncalc.core.build import Builder, Options
 from attncalc.core.build_layers import build, decoder, output
-from attncalc.core.expansion import Expansion, given
+from attncalc.core.expansion import Expansion, Note, given
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import Graph, Node
 from attncalc.core.ops import Affine, Attend, Identity, Op, Scores, Softmax
@@ -195,10 +195,10 @@ class Append(Op):
             v = float(xs[0][i, j])
             return Expansion([[given(v, g[0])]], v, f"row {i} was cached at an earlier step: not recomputed")
         v = float(xs[1][i - m0, j])
-        return Expansion([[given(v, g[1])]], v, "computed at this step and appended to the cache")
+        return Expansion([[given(v, g[1])]], v, Note("note.appended"))
 
 
-CACHE_FORMULA = {"K_all": "K (cache) = [cached K; k_new]", "V_all": "V (cache) = [cached V; v_new]"}
+CACHE_FORMULA = {"K_all": Note("formula.K_all"), "V_all": Note("formula.V_all")}
 
 
 def _extender(g: Graph, past: dict):
@@ -212,7 +212,7 @@ def _extender(g: Graph, past: dict):
                 g.add(
                     Node(
                         prefix + name,
-                        op=Identity("the cache starts with these rows"),
+                        op=Identity(Note("note.cache_start")),
                         inputs=(new,),
                         stage="decoder",
                         formula=CACHE_FORMULA[name],
@@ -305,7 +305,7 @@ class Tensor:
 
 def _export_cached(g: Graph) -> dict[str, Tensor]:
     return {
-        public_name(n): Tensor(g.value(n), node.rows, node.cols, node.formula)
+        public_name(n): Tensor(g.value(n), node.rows, node.cols, str(node.formula))
         for n, node in g.nodes.items()
         if node.shown and n not in g.given
     }
@@ -321,7 +321,7 @@ def _export_full(g: Graph, n: int, first: bool) -> dict[str, Tensor]:
             p = name[:-1]
             for cache, src in (("K_all", p + ("K_rope" if p + "K_rope" in g.nodes else "K")), ("V_all", p + "V")):
                 out[public_name(p + cache)] = Tensor(
-                    g.value(src), g.nodes[src].rows, g.nodes[src].cols, CACHE_FORMULA[cache]
+                    g.value(src), g.nodes[src].rows, g.nodes[src].cols, str(CACHE_FORMULA[cache])
                 )
         v = g.value(name)  # [total, w] or [h, total, m]: the step's rows are the last n
         whole = _is_cross_kv(name)
@@ -329,7 +329,7 @@ def _export_full(g: Graph, n: int, first: bool) -> dict[str, Tensor]:
             v if whole else v[..., -n:, :],
             node.rows if whole or not node.rows else node.rows[-n:],
             node.cols,
-            node.formula,
+            str(node.formula),
         )
     return out
 

@@ -123,13 +123,20 @@ def open_walk(example=None, fixture=None, sets=(), lang="en", start=None, end=No
     name = example or fixture
     walk = Walk(session, values, make_screens(session, values, lang, lo, hi), lang, name)
     if k < top:
-        walk.notes.append(texts.ui("stopped", lang, stage=STAGES[k], name=name, reason=str(error)))
+        walk.notes.append(stopped(STAGES[k], name, error, lang))
     elif hi == len(STAGES):
         try:
             walk.screens += generation_screens(session, lang, precision)
         except InputError as e:
-            walk.notes.append(texts.ui("stopped", lang, stage=STAGES[k], name=name, reason=str(e)))
+            walk.notes.append(stopped(STAGES[k], name, e, lang))
     return walk
+
+
+def stopped(stage: str, name: str, error: InputError, lang: str) -> str:
+    """Why the walk ends early: the field the next stage needs (a fixture without an encoder), or the error."""
+    if str(error.found).startswith("nothing"):  # a missing key: say which, in the reader's language
+        return texts.ui("stopped_missing", lang, stage=stage, name=name, field=error.where.rpartition(": ")[2])
+    return texts.ui("stopped", lang, stage=stage, name=name, reason=str(error))
 
 
 def generation_screens(session: Session, lang: str, precision: int) -> list[Screen]:
@@ -142,7 +149,9 @@ def generation_screens(session: Session, lang: str, precision: int) -> list[Scre
     from attncalc.render.text import fmt
     from attncalc.render.view import views
 
-    result = generate(Model(session.fixture, session.source, ""), Settings())
+    model = Model(session.fixture, session.source, "")
+    result = generate(model, Settings())
+    first = "generate" if model.encoder is not None else "generate_only"  # encoder–decoder or decoder-only
     screens = []
     for step in result.steps:
         shown = shown_tensors(step) + [("probs", step.tensors["probs"])]
@@ -153,8 +162,8 @@ def generation_screens(session: Session, lang: str, precision: int) -> list[Scre
                 "generate",
                 "",
                 title,
-                GENERATION_FORMULAS,
-                [texts.why("generate" if step.index == 0 else "kv_cache", lang)],
+                generation_formulas(len(step.inputs), step.index == 0, lang),
+                [texts.why(first if step.index == 0 else "kv_cache", lang)],
                 [],
                 views=[
                     v for t, x in shown for v in views(t, SimpleNamespace(formula=t, rows=x.rows, cols=x.cols), x.value)
@@ -170,12 +179,12 @@ def generation_screens(session: Session, lang: str, precision: int) -> list[Scre
     return screens
 
 
-GENERATION_FORMULAS = [
-    "q, k_new, v_new = D·Wq, D·Wk, D·Wv   (the new row only)",
-    "K = [cached K; k_new],  V = [cached V; v_new]",
-    "A = softmax(q·Kᵀ / √d_k),  O = A·V,  then the rest of each layer and the logits",
-    "next token = argmax probs",
-]
+def generation_formulas(new_rows: int, first: bool, lang: str) -> list[str]:
+    """A step's formulas: one new row, or (step 0 of a decoder-only model) every row of the prompt; the
+    cache is empty before step 0."""
+    rows = "gen.f_new_row" if new_rows == 1 else "gen.f_prompt_rows"
+    cache = "gen.f_cache_first" if first else "gen.f_cache"
+    return [texts.t(k, lang, n=new_rows) for k in (rows, cache, "gen.f_attend", "gen.f_next")]
 
 
 def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_STAGES) - 1) -> list[Screen]:
@@ -203,15 +212,18 @@ def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_ST
     return screens
 
 
+BLOCK_GROUPS = ("qkv", "rope", "weights", "attend")
+
+
 def repeats_stage_block(values: dict, names: list[str]) -> bool:
-    """True for a layer's attention tensors equal to the stage commands' block (the same weights on H)."""
+    """True for a layer's attention tensors when all of them (Q, K, V, the weights, the output) equal the
+    stage commands' block (the same weights and mask on H): the screen may then say they are the same."""
     prefix, group = group_of(names[0])
-    return (
-        bool(prefix)
-        and group in ("qkv", "rope", "weights", "attend")
-        and all(
-            n.rpartition(".")[2] in values and np.array_equal(values[n], values[n.rpartition(".")[2]]) for n in names
-        )
+    if not prefix or group not in BLOCK_GROUPS:
+        return False
+    block = [n for n in values if group_of(n) in [(prefix, g) for g in BLOCK_GROUPS]]
+    return all(
+        n.rpartition(".")[2] in values and np.array_equal(values[n], values[n.rpartition(".")[2]]) for n in block
     )
 
 
@@ -245,7 +257,7 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
         group,
         prefix,
         f"{ctx} · {heading}" if ctx else heading,
-        [n.formula for n in nodes],
+        [texts.say(n.formula, lang) for n in nodes],
         [t for t in (texts.why(k, lang) for k in (["layer_same"] if same else why_keys(session, names))) if t],
         tensors,
         weights,
@@ -309,6 +321,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
             keys.append("gelu")
         if isinstance(node.op, Affine) and node.op.transpose:
             keys.append("tied")
+        if about == "ffn" and not widens(g, names):
+            about = "ffn_same_width"
         keys.append(about)
     h, kv = heads(g, prefix)
     if group == "qkv" and kv < h:
@@ -320,6 +334,12 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
     if group.startswith("prenorm"):
         keys.append("prenorm")
     return list(dict.fromkeys(keys))
+
+
+def widens(g, names: list[str]) -> bool:
+    """True when the FFN's first weight makes rows wider (d_ff > d_model), as in real models."""
+    w1 = next((g.nodes[i].value for n in names for i in g.nodes[n].inputs if i.endswith(".W1")), None)
+    return w1 is None or w1.shape[1] > w1.shape[0]
 
 
 def worked_cell(shape: tuple) -> tuple:
@@ -381,7 +401,7 @@ def views_of(walk: Walk, names: list[str]) -> list:
                 node, formula=name, rows=vocab if name == "E" else None, cols=vocab if name == "output.W" else None
             )
         elif "." in name:
-            node = replace(node, formula=f"{name}: {node.formula}")
+            node = replace(node, formula=f"{name}: {texts.say(node.formula, walk.lang)}")
         out += views(name, node, g.value(name))
     return out
 
@@ -392,7 +412,7 @@ def draw(con, walk: Walk, k: int, precision: int, ask=None) -> None:
     from rich.rule import Rule
     from rich.text import Text
 
-    from attncalc.render.table import print_explanation, print_views
+    from attncalc.render.table import print_explanation, print_paragraph, print_views
 
     s, lang = walk.screens[k], walk.lang
     con.print(Rule(Text(f"{texts.ui('step', lang, k=k + 1, n=len(walk.screens))} · {s.stage}")))
@@ -401,8 +421,7 @@ def draw(con, walk: Walk, k: int, precision: int, ask=None) -> None:
         con.print(Text("  " + f))
     con.print()
     for w in s.why:
-        for line in texts.wrap(w, con.width):
-            con.print(Text(line))
+        print_paragraph(con, w)
         con.print()
     if s.weights:
         con.print(Text(texts.ui("weights", lang), style="italic"))
@@ -410,7 +429,7 @@ def draw(con, walk: Walk, k: int, precision: int, ask=None) -> None:
     drawn = ask(s) if ask is not None else []
     print_views(con, views_of(walk, [t for t in s.tensors if t not in drawn]) + s.views, precision)
     for line in s.lines:
-        con.print(Text(line))
+        print_paragraph(con, line)
         con.print()
     if s.example is not None and s.main:
         g = walk.session.graph
@@ -425,6 +444,8 @@ def markdown(walk: Walk, precision: int) -> str:
 
     lang, g = walk.lang, walk.session.graph
     desc = walk.session.fixture.get("description") or ""
+    if desc and texts.has("example." + walk.name):  # a bundled example, described in the reader's language
+        desc = texts.t("example." + walk.name, lang)
     out = [f"# {md_escape(texts.ui('doc_title', lang, name=walk.name))}", ""] + ([md_escape(desc), ""] * bool(desc))
     for k, s in enumerate(walk.screens):
         out += [

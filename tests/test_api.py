@@ -128,7 +128,7 @@ def test_generate_greedy_and_walk_screens():
     assert [s.token for s in run.steps] == run.generated
     assert np.argmax(run.steps[0].probs) == calc["probs"][0].argmax()  # step 0 = teacher forcing's row 0
     screens = calc.walk(lang="zh")
-    assert screens[0].tensors == ["X"] and screens[0].title == "词嵌入：把词变成向量"
+    assert screens[0].tensors == ["X"] and screens[0].title == "词嵌入：把词元变成向量"
     assert [s.title for s in calc.walk(lang="en")][0] != screens[0].title
 
 

@@ -52,7 +52,7 @@ def test_chinese(cli):
     out = cli("cost", LLAMA, *RUN, "--gpu", "H100-SXM", "-f", "table", "--lang", "zh")
     assert out.exit_code == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "提示 2048 个词 + 生成 128 个词 × 批大小 1" in text
+    assert "提示 2048 个词元 + 生成 128 个词元 × 批大小 1" in text
     assert "(受算力限制)" in text and "(受显存带宽限制)" in text
     assert "放得下" in text and "注：" in text
     assert "note:" not in text and "memory-bound" not in text

@@ -120,12 +120,12 @@ def test_angle_table_names_pairs_and_frequencies(cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")  # titles on one line
     out = cli("qkv", "--example", "woaini", *ROPE, "-f", "table", "--only", "angles").stdout
     assert "inv_freq = [1, 0.01]" in out
-    assert "pair 0 (0,2)  pair 1 (1,3)" in out
-    assert "爱         1.000         0.010" in out
+    assert "j=0 (0,2)  j=1 (1,3)" in out
+    assert "爱      1.000      0.010" in out  # columns j=0 (0,2), j=1 (1,3)
     out = cli(
         "qkv", "--example", "woaini", *ROPE, "--set", "position.layout=interleaved", "-f", "table", "--only", "angles"
     ).stdout
-    assert "pair 0 (0,1)  pair 1 (2,3)" in out
+    assert "j=0 (0,1)  j=1 (2,3)" in out
     out = cli(
         "qkv",
         "--example",

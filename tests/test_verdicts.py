@@ -121,7 +121,7 @@ def test_quiz_zero_is_not_right_for_0213(cli):
 def test_report_wording(check):
     code, _, result = check("A =\n0 0 0\n0 0 0\n0 1 0\n", fmt="table", name="w.txt")
     out = result.stdout
-    assert "… 1 more wrong cell (-f json lists them)" in out  # 9 wrong, 8 explained (was "1 more wrong cells")
+    assert "… 1 more wrong cell (-f json lists it)" in out  # 9 wrong, 8 explained (was "1 more wrong cells")
     assert "✗ A[我, 我]: you wrote 0, correct 0.333 (tolerance ±0.043)" in out  # was "(within ±0.5)"
     assert "within" not in out
 

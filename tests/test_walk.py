@@ -7,7 +7,9 @@ import re
 import sys
 
 import pytest
+from rich.cells import cell_len
 
+from attncalc import texts
 from attncalc.cli.walk_cmd import judge
 from attncalc.texts import wrap
 
@@ -106,7 +108,7 @@ def test_ctrl_c_leaves_with_130_and_no_traceback():
 
 def test_lang_zh_speaks_chinese():
     c = spawn("--lang", "zh")
-    c.expect("词嵌入：把词变成向量")
+    c.expect("词嵌入：把词元变成向量")
     c.expect("神经网络只能处理数字")
     c.expect("回车/空格 下一步")
     c.send("q")
@@ -202,11 +204,11 @@ def test_markdown_is_one_readable_document(cli):
     html = MarkdownIt("commonmark").enable("table").render(md)
     assert n == len(screens(cli("walk", "--example", "woaini", "--no-pause").stdout))
     assert html.count("<table>") == table_titles > n  # every matrix a Markdown table
-    assert md.startswith("# attncalc 逐步讲解：woaini") and "## 1. 词嵌入：把词变成向量" in md
+    assert md.startswith("# attncalc 逐步讲解：woaini") and "## 1. 词嵌入：把词元变成向量" in md
     assert "| **爱** | 0.426 | 1.770 | 0.426 | 1.770 |" in md  # Q, with its Chinese row label
     assert "<s>" not in html.replace("&lt;s&gt;", "") and "[bold" not in md and "\x1b" not in md
     assert "- `Q[你, 0] = 1.909×0.5 + 0.584×0 + 0.020×0.5 + 1.000×0 = 0.965`" in md  # a worked cell
-    assert "为什么除以 √d_k" in md
+    assert "为什么要除以 √d_k" in md
 
 
 def test_lang_defaults_from_LANG(cli, monkeypatch):
@@ -277,5 +279,11 @@ def test_wrap_breaks_chinese_between_characters():
     text = "神经网络只能处理数字，不能直接处理词。每个词按编号在嵌入表 E 中取出一行，这一行就是它的向量。"
     lines = wrap(text, 20)
     assert "".join(lines).replace(" ", "") == text.replace(" ", "")
-    assert all(len(line.encode("gbk")) <= 22 for line in lines)  # 2 cells per character; a closing mark may stay
+    assert all(len(line.encode("gbk")) <= 20 for line in lines)  # 2 cells per character, never past the width
     assert not any(line.startswith(("，", "。")) for line in lines)
+    for width in range(12, 101):  # every width: no line too long, none starting with a closing mark
+        for paragraph in (text, texts.why("mask", "zh"), texts.why("alibi", "zh"), texts.why("S", "en")):
+            lines = wrap(paragraph, width)
+            assert "".join(lines).replace(" ", "") == paragraph.replace(" ", "")
+            assert all(cell_len(line) <= width for line in lines), (width, lines)
+            assert not any(line[0] in texts.CLOSING or line[-1] in texts.OPENING for line in lines), (width, lines)

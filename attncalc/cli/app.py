@@ -53,6 +53,7 @@ def main(
 
 def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage"):
     """The options whose words are fixed (formats, mask kinds, languages), each list kept in one place."""
+    from attncalc import texts
     from attncalc.core.names import MASK_KINDS
     from attncalc.errors import InputError
     from attncalc.render import formats
@@ -63,6 +64,7 @@ def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "
         raise InputError("--kind", formats.one_of(MASK_KINDS), repr(kind))
     if lang is not None and lang not in LANGS:
         raise InputError("--lang", formats.one_of(LANGS), repr(lang))
+    texts.use(lang)  # everything the command says from here on is in this language
 
 
 def stage_command(stage: str):

@@ -56,6 +56,7 @@ def register(app: typer.Typer) -> None:
         all_tensors: Annotated[
             bool, typer.Option("--all", help="Also draw the tensors that are the same on both sides.")
         ] = False,
+        lang: o.Lang = None,
         debug: o.Debug = False,
     ):
         """Run two variants of one fixture side by side: left as is (or --left-set), right with --set /
@@ -74,7 +75,7 @@ def register(app: typer.Typer) -> None:
 
             if stage not in STAGES:
                 raise InputError("--stage", "one of " + ", ".join(STAGES), repr(stage))
-            check_choices(fmt, kind, None, "compare")
+            check_choices(fmt, kind, lang, "compare")  # and says everything from here on in --lang
             if tol < 0:
                 raise InputError("--tol", "a number >= 0", repr(tol))
             req = Request(

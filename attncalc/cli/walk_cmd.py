@@ -72,7 +72,7 @@ def walk(
         if not (example or fixture):  # `attncalc walk` alone: the bundled example, said on stderr
             name = DEFAULT_EXAMPLE
             sys.stderr.write(f"attncalc: {texts.t('surprises.default_example', name=name)}\n")
-        w = open_walk(name, fixture, sets or [], lang or texts.default_lang(), start, end, precision)
+        w = open_walk(name, fixture, sets or [], texts.use(lang), start, end, precision)
         for message in w.session.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")
         if fmt == "markdown":
@@ -173,8 +173,10 @@ class Tour:
             if k is None:
                 break
         else:
+            from attncalc.render.table import print_paragraph
+
             for note in self.w.notes:
-                self.con.print(note, markup=False)
+                print_paragraph(self.con, note)
         if self.answered:
             self.con.print(self.text("score", right=self.right, asked=self.answered), markup=False)
 

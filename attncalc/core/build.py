@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attncalc.core import positions
+from attncalc.core.expansion import Note
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import Graph, Node
 from attncalc.core.ops import Add, Affine, Attend, Identity, Lookup, Mask, Scale, Scores, Softmax
@@ -110,18 +111,14 @@ class Builder:
                 )
             )
         else:
-            note = {
-                "rope": "RoPE rotates Q and K instead of adding to X",
-                "alibi": "ALiBi biases the scores instead of adding to X",
-                "none": "no positional encoding",
-            }[self.position]
+            note = Note("note.pe_" + self.position)  # rope, alibi or none: nothing is added to X
             g.add(
                 Node(
                     out,
                     op=Identity(note),
                     inputs=(x,),
                     stage=stage,
-                    formula=f"{out} = X ({note})",
+                    formula=Note("formula.pe_identity", out=out, why=note),
                     rows=labels,
                     cols=cols,
                     about="pe",
@@ -255,7 +252,7 @@ class Builder:
                 op=mm,
                 inputs=(prefix + "S_scaled",),
                 stage=st["mask"],
-                formula=f"M: {kind} mask (1 = may look)",
+                formula=Note("formula.M", kind=Note("mask." + kind)),
                 rows=q_labels,
                 cols=k_labels,
                 about="mask",
@@ -267,7 +264,7 @@ class Builder:
                 op=Mask(mm.reason),
                 inputs=(prefix + "S_scaled", prefix + "M"),
                 stage=st["mask"],
-                formula="S_masked = S_scaled where M = 1, −∞ where M = 0",
+                formula=Note("formula.S_masked"),
                 rows=q_labels,
                 cols=k_labels,
                 about="mask",
@@ -279,7 +276,7 @@ class Builder:
                 op=Softmax(),
                 inputs=(prefix + "S_masked",),
                 stage=st["softmax"],
-                formula="A = softmax(S_masked) per row",
+                formula=Note("formula.A"),
                 rows=q_labels,
                 cols=k_labels,
                 about="softmax",
@@ -291,7 +288,7 @@ class Builder:
                 op=Attend(h, kv),
                 inputs=(prefix + "A", v),
                 stage=st["attend"],
-                formula="O = A·V" + (" per head, heads concatenated" if h > 1 else ""),
+                formula=Note("formula.O_heads") if h > 1 else "O = A·V",
                 rows=q_labels,
                 cols=dim_labels(h * dv if dv else 0),
                 about="O",
@@ -323,10 +320,10 @@ class Builder:
             g.add(
                 Node(
                     prefix + "Z",
-                    op=Identity("no Wo: Z = O"),
+                    op=Identity(Note("note.no_wo")),
                     inputs=(prefix + "O",),
                     stage=st["attend"],
-                    formula="Z = O (no Wo)",
+                    formula=Note("formula.Z_no_wo"),
                     rows=q_labels,
                     cols=dim_labels(h * dv if dv else 0),
                     about="Z",
@@ -353,13 +350,15 @@ class Builder:
         )
         g = self.g
         pairs = [
-            f"pair {j} ({j},{j + dk // 2})" if layout == "half" else f"pair {j} ({2 * j},{2 * j + 1})"
-            for j in range(dk // 2)
+            f"j={j} ({j},{j + dk // 2})" if layout == "half" else f"j={j} ({2 * j},{2 * j + 1})" for j in range(dk // 2)
         ]  # which two columns of every head each angle turns
         freqs = ", ".join(f"{f:.4g}" for f in inv_freq[:4]) + (", …" if len(inv_freq) > 4 else "")
         kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
-        extra = (f"; {kind} scaling" if kind != "default" else "") + (
-            f", cos and sin × {factor:.4g}" if factor != 1.0 else ""
+        formula = Note(
+            "formula.angles",
+            freqs=freqs,
+            scaling=Note("formula.rope_scaling", kind=kind) if kind != "default" else "",
+            factor=Note("formula.rope_factor", factor=f"{factor:.4g}") if factor != 1.0 else "",
         )
         g.add(
             Node(
@@ -367,7 +366,7 @@ class Builder:
                 op=Angles(inv_freq, self.offset),
                 inputs=(k,),
                 stage=stage,
-                formula=f"angle[pos, pair j] = pos × inv_freq_j (radians), inv_freq = [{freqs}]{extra}",
+                formula=formula,
                 rows=k_labels,
                 cols=pairs,
                 about="rope_angles",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attncalc.core.build import Builder, Options, dim_labels
+from attncalc.core.expansion import Note
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import STAGES, Graph, Node
 from attncalc.core.layer_ops import Activation, LayerNorm, Mean, NegLogLikelihood, RMSNorm, SwiGLU
@@ -187,7 +188,7 @@ class Stack:
         self.b.g.add(
             Node(
                 out,
-                op=Identity(f"{out} is {x}"),
+                op=Identity(Note("note.same_as", out=out, x=x)),
                 inputs=(x,),
                 stage=stage,
                 formula=f"{out} = {x}",
@@ -266,7 +267,7 @@ def output(b: Builder, dec_out: str, labels, label_tokens, loss_rows) -> None:
                 op=Affine(transpose=True),
                 inputs=(dec_out, "E"),
                 stage="decoder",
-                formula="logits = dec_out·Eᵀ (tied)",
+                formula=Note("formula.logits_tied"),
                 rows=labels,
                 cols=vocab,
                 about="logits",
@@ -345,11 +346,16 @@ def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
     if source is not None:
         x = b.embed(source)
     else:  # a calculator without a fixture: X is what the user typed
-        x = b.g.add(Node("X", stage="embed", formula="X (given)", missing="X (give --x, or a fixture)"))
+        x = b.g.add(Node("X", stage="embed", formula=Note("formula.x_given"), missing="X (give --x, or a fixture)"))
     h = b.add_positions(x, labels)
     if last >= STAGES.index("qkv"):
         path = stage_block(fx, opts.block if opts else None)
-        kind = opts.kind if opts and opts.kind else ("causal" if path.startswith("decoder") else "none")
+        if opts and opts.kind:
+            kind = opts.kind
+        elif path.startswith("decoder"):
+            kind = "causal"
+        else:  # the same mask as encoder layer 0: a pad token in the source is never attended to
+            kind = "padding" if key_is_pad and any(key_is_pad) else "none"
         attn_in = h
         part = path.split(".")[0]
         if path == f"{part}.layers[0].self_attention" and fx.boolean(f"{part}.norm_first", False):

@@ -2,8 +2,9 @@
 
 A line is a list of tokens: `float` (a computed number, printed to the chosen precision),
 `Given` (a number the fixture or the user wrote, printed as written), `Written` (an exact number
-shown as a formula: `1/√4`), `Call` (a function applied to numbers: e^x, √x, relu(x), …) and
-`str` (operators and words). core/recompute.py reads a line back as arithmetic.
+shown as a formula: `1/√4`), `Call` (a function applied to numbers: e^x, √x, relu(x), …), `str`
+(operators and symbols) and `Note` (words, as a text key and its values: core/ holds no prose,
+`attncalc.texts` says it in the reader's language). core/recompute.py reads a line back as arithmetic.
 """
 
 from __future__ import annotations
@@ -39,13 +40,35 @@ class Call:
         object.__setattr__(self, "args", args)
 
 
+@dataclass(frozen=True)
+class Note:
+    """Words to say: the key of a text in attncalc/texts and the values it is filled with (numbers, token
+    labels, tensor names or other Notes). `str()` says it in the current language."""
+
+    key: str
+    items: tuple
+
+    def __init__(self, key: str, **values):
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "items", tuple(values.items()))
+
+    @property
+    def values(self) -> dict:
+        return dict(self.items)
+
+    def __str__(self) -> str:
+        from attncalc.texts import say  # the words live outside core/
+
+        return say(self)
+
+
 @dataclass
 class Expansion:
-    """How one cell's value comes about: lines of tokens, then the result."""
+    """How one cell's value comes about: lines of tokens, then the result, then a note (a `Note` or "")."""
 
     lines: list[list] = field(default_factory=list)
     result: float = math.nan
-    note: str = ""
+    note: Note | str = ""
 
 
 def given(x, is_given: bool):

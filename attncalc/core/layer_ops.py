@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from attncalc.core.expansion import Call, Expansion, Given, given, sum_of
+from attncalc.core.expansion import Call, Expansion, Given, Note, given, sum_of
 from attncalc.core.ops import Op
 from attncalc.errors import InputError
 
@@ -178,7 +178,7 @@ class NegLogLikelihood(Op):
         return Expansion(
             [["−", Call("log", f"p({self.names[i]})"), "=", "−", Call("log", math.exp(logp)), "=", -logp]],
             -logp,
-            f"the label at position {i} is {self.names[i]}",
+            Note("note.label_at", i=i, label=self.names[i]),
         )
 
 

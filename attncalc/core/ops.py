@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from attncalc.core.expansion import Call, Expansion, Written, given, sum_of, sum_of_products
+from attncalc.core.expansion import Call, Expansion, Note, Written, given, sum_of, sum_of_products
 from attncalc.errors import InputError
 
 
@@ -55,7 +55,7 @@ class Lookup(Op):
         line = [f"{self.table}[{self.labels[i]}, {j}]", "=", given(v, g[0])]
         if self.scale != 1.0:
             line += ["×", given(self.scale, True), "=", float(v * self.scale)]
-        return Expansion([line], float(v * self.scale), f"row {self.labels[i]} of {self.table}")
+        return Expansion([line], float(v * self.scale), Note("note.row_of", label=self.labels[i], table=self.table))
 
 
 class Identity(Op):
@@ -123,19 +123,16 @@ class Scores(Op):
     def __init__(self, heads=1, kv_heads=1):
         self.h, self.g = heads, kv_heads
 
-    def sharing(self) -> str:
+    def sharing(self) -> Note | str:
         """Which query heads share which KV head ("" for ordinary multi-head attention)."""
         if self.h == self.g:
             return ""
         per = self.h // self.g
-        kind = "MQA" if self.g == 1 else "GQA"
-        groups = "; ".join(
-            f"query heads {', '.join(map(str, range(k * per, (k + 1) * per)))} → KV head {k}" for k in range(self.g)
+        groups = tuple(
+            Note("note.gqa_group", heads=", ".join(map(str, range(k * per, (k + 1) * per))), kv=k)
+            for k in range(self.g)
         )
-        return (
-            f"{kind}: {self.h} query heads share {self.g} KV head{'s' if self.g > 1 else ''} "
-            f"({per} per KV head): {groups}"
-        )
+        return Note("note.mqa" if self.g == 1 else "note.gqa", h=self.h, g=self.g, per=per, groups=groups)
 
     def split(self, q, k):
         """Q, K as [h, n, d_k] and [h, m, d_k], each query head with its KV head."""
@@ -158,7 +155,7 @@ class Scores(Op):
         qh, kh, dk = self.split(xs[0], xs[1])
         pairs = [(given(qh[head, i, c], g[0]), given(kh[head, j, c], g[1])) for c in range(dk)]
         v = float(qh[head, i] @ kh[head, j])
-        note = f"head {head} uses KV head {head // (self.h // self.g)}" if self.h != self.g else ""
+        note = Note("note.kv_head", head=head, kv=head // (self.h // self.g)) if self.h != self.g else ""
         return Expansion([sum_of_products(pairs, v)], v, note)
 
 
@@ -239,7 +236,7 @@ class Softmax(Op):
         j = idx[-1]
         finite = row[np.isfinite(row)]
         if finite.size == 0:
-            return Expansion([["every key blocked", "→", 0.0]], 0.0, "a fully blocked row gives zero weights")
+            return Expansion([[Note("note.every_key_blocked"), "→", 0.0]], 0.0, Note("note.blocked_row_zero"))
         top = float(finite.max())
         shift = top if abs(top) > (30.0 if g[0] else SHIFT_ABOVE) else 0.0
         exps = [Call("exp", float(x) - shift) if np.isfinite(x) else Call("exp", -math.inf) for x in row]
@@ -248,11 +245,7 @@ class Softmax(Op):
         out = float(vals[j] / total)
         first = [exps[j], "/", "("] + sum_of(exps, 0)[:-2] + [")"]
         second = [float(vals[j]), "/", "("] + sum_of([float(v) for v in vals], 0)[:-2] + [")"]
-        note = (
-            f"every score minus the row maximum {shift:g}: the same weights, smaller numbers (e^x cannot overflow)"
-            if shift
-            else ""
-        )
+        note = Note("note.softmax_shift", shift=f"{shift:g}") if shift else ""
         return Expansion([first, ["=", *second], ["=", float(vals[j]), "/", total, "=", out]], out, note)
 
 
@@ -282,5 +275,5 @@ class Attend(Op):
         head, c = divmod(col, dv)
         pairs = [(given(a3[head, i, j], g[0]), given(vh[head, j, c], g[1])) for j in range(a3.shape[2])]
         v = float(a3[head, i] @ vh[head, :, c])
-        note = f"head {head}, column {c} of its V" if self.h > 1 else ""
+        note = Note("note.attend_head", head=head, c=c) if self.h > 1 else ""
         return Expansion([sum_of_products(pairs, v)], v, note)

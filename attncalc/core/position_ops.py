@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from attncalc.core import positions
-from attncalc.core.expansion import Call, Expansion, Given, Written, given
+from attncalc.core.expansion import Call, Expansion, Given, Note, Written, given
 from attncalc.core.ops import Op
 
 
@@ -46,7 +46,7 @@ class Sinusoidal(Op):
                 ]
             ],
             v,
-            f"position {pos}, pair i = {two_i // 2}",
+            Note("note.pe_cell", pos=pos, i=two_i // 2),
         )
 
 
@@ -70,16 +70,17 @@ class MaskMatrix(Op):
             allowed &= ~np.asarray(self.key_is_pad, bool)[None, :]
         return allowed.astype(float)
 
-    def reason(self, i, j, m=None, n=None) -> str:
-        """Why key j is blocked for query i (or why it is visible)."""
+    def reason(self, i, j, m=None, n=None) -> Note | str:
+        """Why key j is blocked for query i ("" when it is visible)."""
         ql = self.q_labels[i] if self.q_labels else str(i)
         kl = self.k_labels[j] if self.k_labels else str(j)
-        why = []
-        if "causal" in self.kind and m is not None and j > i + (m - n):
-            why.append(f"key {kl} comes after query {ql} (causal: a token may not see the future)")
-        if "padding" in self.kind and self.key_is_pad is not None and self.key_is_pad[j]:
-            why.append(f"key {kl} is padding")
-        return "; ".join(why)
+        future = "causal" in self.kind and m is not None and j > i + (m - n)
+        pad = "padding" in self.kind and self.key_is_pad is not None and bool(self.key_is_pad[j])
+        if future or pad:
+            return Note(
+                "note.blocked_" + ("future_pad" if future and pad else "future" if future else "pad"), q=ql, k=kl
+            )
+        return ""
 
     def explain(self, xs, idx, g):
         i, j = idx
@@ -87,9 +88,9 @@ class MaskMatrix(Op):
         v = float(self.compute(xs[0])[i, j])
         why = self.reason(i, j, m, n)
         return Expansion(
-            [["blocked" if not v else "visible", "→", v]],
+            [[Note("note.blocked" if not v else "note.visible"), "→", v]],
             v,
-            why or f"mask kind {self.kind}: key {j} is visible to query {i}",
+            why or Note("note.visible_to", kind=Note("mask." + self.kind), q=i, k=j),
         )
 
 
@@ -108,7 +109,7 @@ class Angles(Op):
         return Expansion(
             [[Given(pos), "×", float(self.inv_freq[j]), "=", v]],
             v,
-            f"inv_freq_{j} = 1/θ^({2 * j}/d_k), after any scaling",
+            Note("note.inv_freq", j=j, two_j=2 * j),
         )
 
 
@@ -143,7 +144,7 @@ class Rope(Op):
         cos, sin = math.cos(a), math.sin(a)
         out = [(x_lo * cos - x_hi * sin) * self.factor, (x_hi * cos + x_lo * sin) * self.factor]
         rotation = [
-            f"pair ({lo}, {hi}):",
+            Note("note.pair", lo=lo, hi=hi),
             "[",
             Call("cos", a),
             Call("−sin", a),
@@ -163,9 +164,15 @@ class Rope(Op):
             + scaled
             + ["=", "[", out[0], ";", out[1], "]"]
         )
-        note = (
-            f"column {c} turns with column {partner} of head {head} by angle {a:.4g} (pair {p}, {self.layout} "
-            f"layout): the 2×2 rotation [cos −sin; sin cos]; this cell is entry {1 + (c == hi)} of the result"
+        note = Note(
+            "note.rope_cell",
+            c=c,
+            partner=partner,
+            head=head,
+            angle=f"{a:.4g}",
+            pair=p,
+            layout=Note("note.layout_" + self.layout),
+            entry=1 + (c == hi),
         )
         return Expansion([line + ["=", v], rotation, numbers], v, note)
 
@@ -190,5 +197,5 @@ class Alibi(Op):
         return Expansion(
             [["−", given(self.slopes[head], True), "×", "(", Given(qi), "−", Given(j), ")", "=", v]],
             v,
-            f"slope of head {head}; farther keys get a larger penalty",
+            Note("note.alibi_" + ("self" if qi == j else "before" if j < qi else "after"), head=head, d=abs(qi - j)),
         )

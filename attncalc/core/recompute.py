@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from attncalc.core.expansion import Call, Given, Written
+from attncalc.core.expansion import Call, Given, Note, Written
 
 FUNCTIONS = {
     "exp": lambda x: math.exp(x) if x < 709 else math.inf,
@@ -76,7 +76,7 @@ def chains(lines: list) -> list[list[int]]:
 
 
 def segments(items: list) -> list[list]:
-    """Items split at every "=" (a caption such as `pair (0, 1):` before a formula is dropped)."""
+    """Items split at every "=" (a caption such as `pair (0, 1):`, or a Note, before a formula is dropped)."""
     out, cur = [], []
     for it in items:
         if it == "=":
@@ -85,7 +85,9 @@ def segments(items: list) -> list[list]:
         else:
             cur.append(it)
     out.append(cur)
-    return [s[1:] if s and isinstance(s[0], str) and s[0].endswith(":") else s for s in out if s]
+    return [
+        s[1:] if s and (isinstance(s[0], Note) or isinstance(s[0], str) and s[0].endswith(":")) else s for s in out if s
+    ]
 
 
 class _Parser:

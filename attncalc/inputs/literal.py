@@ -11,6 +11,7 @@ import numpy as np
 
 from attncalc.core.fixture import to_array
 from attncalc.errors import InputError, describe
+from attncalc.texts import t
 
 NEG_INF = {"-inf", "−inf", "-∞", "−∞", "-infinity"}  # a blocked score, as people write it
 
@@ -102,5 +103,5 @@ def cell_label(node, idx: tuple) -> str:
     if node.cols and idx and idx[-1] < len(node.cols):
         parts[-1] = node.cols[idx[-1]]
     if len(idx) == 3:
-        parts[0] = f"head {idx[0]}"
+        parts[0] = t("caption.head_index", h=idx[0])
     return f"{node.name}[{', '.join(parts)}]" if idx else node.name  # a scalar (loss) has no index

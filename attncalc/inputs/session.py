@@ -23,6 +23,7 @@ from attncalc.errors import InputError, describe
 from attncalc.inputs.document import document_from, read_document
 from attncalc.inputs.examples import DEFAULT_EXAMPLE, load_example
 from attncalc.inputs.literal import parse_matrix
+from attncalc.texts import t
 
 MAIN = {
     "embed": "X",
@@ -393,11 +394,11 @@ def evaluate(session: Session, names: list[str] | None = None) -> dict[str, np.n
             blocked = np.flatnonzero(~value.any(axis=1))
             for i in blocked[:3]:
                 row = (g.nodes[name].rows or [str(i)] * (i + 1))[i]
-                msg = f"{name} row {i} ({row}) blocks every key: its attention weights and output are all zero"
+                msg = t("warn.blocked_row", name=name, i=i, row=row)
                 if msg not in g.warnings:
                     g.warnings.append(msg)
             if len(blocked) > 3:  # one line for the rest, not one per row of a long sequence
-                msg = f"{name}: {len(blocked) - 3} more rows block every key (all zero weights and outputs)"
+                msg = t("warn.blocked_rows", name=name, n=len(blocked) - 3)
                 if msg not in g.warnings:
                     g.warnings.append(msg)
     return out

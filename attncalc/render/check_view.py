@@ -1,13 +1,14 @@
-"""The report of `attncalc check` (docs/worksheet.md): a table per tensor with every wrong cell marked by text
-(✗ slip, ~ carried), so colour off loses nothing, then the right value, what your own numbers give,
-and the arithmetic; the same as Markdown.
+"""The report of `attncalc check` (docs/worksheet.md): a table per tensor with every wrong cell marked by
+text (✗ slip, ~ carried), so colour off loses nothing, then the right value, what your own numbers give,
+and the arithmetic; the same as Markdown. Every sentence through attncalc/texts.
 """
 
 from __future__ import annotations
 
+from attncalc.texts import t as say
+
 MARK = {"correct": "", "carried": "~", "slip": "✗"}
 STYLE = {"carried": "yellow", "slip": "bold red"}
-LEGEND = "✓ correct   ~ carried forward (wrong, but right from your own numbers)   ✗ slip (wrong at this step)"
 SHOWN = 8  # wrong cells explained per tensor on screen (-f json has up to 100)
 
 
@@ -20,14 +21,13 @@ def _status(t: dict) -> str:
     for k in t["shape"]:
         total *= k
     if not n:
-        return f"✓ all {total} cells correct"
+        return say("check.all_correct", total=total)
     flat = list(_flat(t["verdicts"]))
+    counts = {k: flat.count(k) for k in ("slip", "carried")}
     parts = [
-        f"{flat.count(k)} {k}" + ("s" if k == "slip" and flat.count(k) > 1 else "")
-        for k in ("slip", "carried")
-        if flat.count(k)
+        say("check.count_slips" if k == "slip" and n > 1 else f"check.count_{k}", n=n) for k, n in counts.items() if n
     ]
-    return f"{n} of {total} wrong: " + ", ".join(parts)
+    return say("check.wrong_of", n=n, total=total, parts=say("check.list_sep").join(parts))
 
 
 def _flat(x):
@@ -50,16 +50,19 @@ def _explain(cell: dict, p: int) -> list[str]:
 
     correct, yours = _num(cell["correct"]), cell["from_yours"]
     out = [
-        f"{MARK[cell['verdict']]} {cell['label']}: you wrote {cell['written']}, correct {fmt(correct, p)}"
-        f" (tolerance ±{cell['tolerance']:.2g})"
+        MARK[cell["verdict"]]
+        + " "
+        + say(
+            "check.you_wrote",
+            label=cell["label"],
+            written=cell["written"],
+            correct=fmt(correct, p),
+            tol=f"{cell['tolerance']:.2g}",
+        )
     ] + work(cell["work"])
     if yours is not None and (cell["verdict"] == "carried" or abs(_num(yours) - correct) > cell["tolerance"]):
-        how = (
-            "so the step itself was right: the error came from your earlier numbers"
-            if cell["verdict"] == "carried"
-            else "and you wrote something else: a slip at this step"
-        )
-        out.append(f"  from your own numbers this step gives {fmt(_num(yours), p)}, {how}")
+        key = "check.from_yours_carried" if cell["verdict"] == "carried" else "check.from_yours_slip"
+        out.append("  " + say(key, value=fmt(_num(yours), p)))
         out += work(cell["work_from_yours"])
     return out
 
@@ -70,16 +73,21 @@ def _num(x) -> float:
 
 def _summary(report: dict) -> str:
     s = report["summary"]
-    head = f"{s['correct']} of {s['cells']} cells correct, {s['carried']} carried forward, {s['slip']} slip" + (
-        "." if s["slip"] == 1 else "s."
+    head = say(
+        "check.summary_one" if s["slip"] == 1 else "check.summary",
+        correct=s["correct"],
+        cells=s["cells"],
+        carried=s["carried"],
+        slip=s["slip"],
     )
     if report["first_slip"]:
         t = report["tensors"][report["first_slip"]]
-        why = f" ({t['mistake']})" if t["mistake"] else ""
-        return f"{head} First slip: {report['first_slip']}{why}."
+        if t["mistake"]:
+            return head + " " + say("check.first_slip_named", name=report["first_slip"], mistake=t["mistake"])
+        return head + " " + say("check.first_slip", name=report["first_slip"])
     if s["carried"]:
-        return f"{head} No slip: every wrong cell follows from your own earlier numbers."
-    return f"{head} Well done."
+        return head + " " + say("check.no_slip")
+    return head + " " + say("check.well_done")
 
 
 def draw(graph, report: dict, p: int) -> None:
@@ -93,7 +101,7 @@ def draw(graph, report: dict, p: int) -> None:
 
     con = console()
     if report["summary"]["cells"] != report["summary"]["correct"]:
-        con.print(LEGEND, markup=False, soft_wrap=True)
+        con.print(say("check.legend"), markup=False, soft_wrap=True)
         con.print()
     for name, t in report["tensors"].items():
         node = graph.node(name)
@@ -105,14 +113,14 @@ def draw(graph, report: dict, p: int) -> None:
             soft_wrap=True,
         )
         if t["mistake"]:
-            con.print(f"  mistake: {t['mistake']}", style="bold red", markup=False, soft_wrap=True)
+            con.print(f"  {say('check.mistake_label')} {t['mistake']}", style="bold red", markup=False, soft_wrap=True)
         heads = verdicts.shape[0] if verdicts.ndim == 3 else 1
         for k, v in enumerate(views(name, node, np.zeros(verdicts.shape))):
             h = k if heads > 1 else None
             vd = verdicts[h] if h is not None else verdicts.reshape(v.matrix.shape)
             wr = written[h] if h is not None else written.reshape(v.matrix.shape)
             table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 1))
-            table.add_column(f"head {h}" if h is not None else "", style="bold", no_wrap=True)
+            table.add_column(say("caption.head", h=h) if h is not None else "", style="bold", no_wrap=True)
             for j in v.cols:
                 table.add_column("…" if j is None else v.col_labels[j], justify="right", no_wrap=True)
             for i in v.rows:
@@ -130,7 +138,7 @@ def draw(graph, report: dict, p: int) -> None:
                 con.print("  " + line, markup=False, soft_wrap=True)
         if t["wrong"] > SHOWN:
             more = t["wrong"] - SHOWN
-            con.print(f"  … {more} more wrong cell{'s' if more > 1 else ''} (-f json lists them)", markup=False)
+            con.print("  " + say("check.more_wrong_one" if more == 1 else "check.more_wrong", n=more), markup=False)
         con.print()
     con.print(_summary(report), style="bold", markup=False, soft_wrap=True)
 
@@ -139,12 +147,12 @@ def markdown(graph, report: dict, p: int) -> str:
     """The same report as Markdown: a table per tensor (marks in the cells), then the arithmetic."""
     import numpy as np
 
-    parts = [LEGEND, ""] if report["summary"]["cells"] != report["summary"]["correct"] else []
+    parts = [say("check.legend"), ""] if report["summary"]["cells"] != report["summary"]["correct"] else []
     for name, t in report["tensors"].items():
         node = graph.node(name)
         parts.append(f"### {name}: {t['formula'] or name} — {_status(t)}")
         if t["mistake"]:
-            parts.append(f"**mistake:** {t['mistake']}")
+            parts.append(f"**{say('check.mistake_label')}** {t['mistake']}")
         vd, wr = np.array(t["verdicts"], object), np.array(t["written"], object)
         if vd.ndim < 3:
             vd, wr = (
@@ -154,7 +162,7 @@ def markdown(graph, report: dict, p: int) -> str:
         for h in range(vd.shape[0]):
             rows = node.rows if node.rows and len(node.rows) == vd.shape[1] else [str(i) for i in range(vd.shape[1])]
             cols = node.cols if node.cols and len(node.cols) == vd.shape[2] else [str(j) for j in range(vd.shape[2])]
-            corner = f"head {h}" if len(t["shape"]) == 3 else ""
+            corner = say("caption.head", h=h) if len(t["shape"]) == 3 else ""
             parts += ["", f"| {corner} | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
             parts += [
                 f"| {rows[i]} | " + " | ".join(_cell_text(vd[h, i, j], wr[h, i, j]) for j in range(len(cols))) + " |"

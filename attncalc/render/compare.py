@@ -3,6 +3,8 @@ marked `*` (bold in colour), or Markdown with changed cells in bold; each tensor
 
 from __future__ import annotations
 
+from attncalc.texts import t
+
 
 def short_value(value) -> str:
     import json
@@ -11,9 +13,15 @@ def short_value(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def source_text(c) -> str:
+    """What was compared, as the command line names it (`--example woaini`, a file name)."""
+    source = c.left.source
+    return "--" + source if source.startswith("example ") else source
+
+
 def side_text(c, side: str) -> str:
     sets = c.left_sets if side == "left" else c.right_sets
-    return f"{side}: " + (", ".join(sets) if sets else "as is")
+    return t("cmp." + side, sets=", ".join(sets) if sets else t("cmp.as_is"))
 
 
 def slices(pair, p: int):
@@ -34,17 +42,18 @@ def slices(pair, p: int):
 def header(pair) -> str:
     import numpy as np
 
-    shape = lambda a: "×".join(map(str, np.shape(a))) or "scalar"  # noqa: E731
+    shape = lambda a: "×".join(map(str, np.shape(a))) or t("caption.scalar")  # noqa: E731
     if pair.status == "only left":
-        return f"{pair.name}   [{shape(pair.left)}]   only on the left"
+        return f"{pair.name}   [{shape(pair.left)}]   {t('cmp.only_left')}"
     if pair.status == "only right":
-        return f"{pair.name}   [{shape(pair.right)}]   only on the right"
+        return f"{pair.name}   [{shape(pair.right)}]   {t('cmp.only_right')}"
     if pair.status == "shape":
-        return f"{pair.name}   shape {shape(pair.left)} on the left, {shape(pair.right)} on the right"
+        return f"{pair.name}   {t('cmp.shapes', left=shape(pair.left), right=shape(pair.right))}"
     if pair.status == "same":
-        return f"{pair.name}   [{shape(pair.left)}]   same on both sides"
+        return f"{pair.name}   [{shape(pair.left)}]   {t('cmp.same')}"
     k, total = int(pair.changed.sum()), pair.changed.size
-    return f"{pair.name}   [{shape(pair.left)}]   max |Δ| = {pair.max_diff:.3g}, {k} of {total} cells changed"
+    changed = t("cmp.changed", diff=f"{pair.max_diff:.3g}", k=k, total=total)
+    return f"{pair.name}   [{shape(pair.left)}]   {changed}"
 
 
 def print_comparison(c, p: int, all_tensors: bool) -> None:
@@ -54,12 +63,12 @@ def print_comparison(c, p: int, all_tensors: bool) -> None:
     from attncalc.render.table import console, table
 
     con = console()
-    con.print(f"compare at stage {c.stage}: {c.left.source}", markup=False)
+    con.print(t("cmp.title", stage=c.stage, source=source_text(c)), markup=False)
     con.print(f"  {side_text(c, 'left')}", markup=False)
     con.print(f"  {side_text(c, 'right')}", markup=False)
     for path, a, b in c.fields:
-        con.print(f"  field {path}: {short_value(a)} → {short_value(b)}", markup=False)
-    con.print("  (* marks a changed cell)", markup=False)
+        con.print("  " + t("cmp.field", path=path, left=short_value(a), right=short_value(b)), markup=False)
+    con.print("  " + t("cmp.star"), markup=False)
     con.print()
     for pair in c.pairs:
         con.print(header(pair), style="bold", markup=False)
@@ -67,33 +76,36 @@ def print_comparison(c, p: int, all_tensors: bool) -> None:
             continue
         for lv, rv, cv in slices(pair, p):
             sides = [
-                table(v, p, f"{side}{(' ' + v.title.split('  ')[-1]) if 'head' in v.title else ''}", cv)
+                table(v, p, f"{t('cmp.' + side + '_side')} {v.title.rpartition(']')[2].strip()}".strip(), cv)
                 for v, side in ((lv, "left"), (rv, "right"))
                 if v is not None
             ]
-            widths = [Measurement.get(con, con.options, t).maximum for t in sides]
+            widths = [Measurement.get(con, con.options, side).maximum for side in sides]
             if len(sides) == 2 and sum(widths) + 4 <= con.width:
                 grid = Table.grid(padding=(0, 4))
                 grid.add_row(*sides)
                 con.print(grid)
             else:
-                for t in sides:
-                    con.print(t)
+                for side in sides:
+                    con.print(side)
         con.print()
     for note in dict.fromkeys(c.left.graph.warnings + c.right.graph.warnings):
-        con.print(f"note: {note}", markup=False)
+        con.print(t("cmp.note", note=note), markup=False)
 
 
 def markdown_comparison(c, p: int, all_tensors: bool) -> str:
     from attncalc.render.text import fmt
 
     parts = [
-        f"**compare at stage {c.stage}**: {c.left.source}",
+        f"**{t('cmp.title', stage=c.stage, source=source_text(c))}**",
         "",
         f"- {side_text(c, 'left')}",
         f"- {side_text(c, 'right')}",
-    ] + [f"- field `{path}`: `{short_value(a)}` → `{short_value(b)}`" for path, a, b in c.fields]
-    parts += ["", "Changed cells are in **bold**.", ""]
+    ] + [
+        "- " + t("cmp.field", path=f"`{path}`", left=f"`{short_value(a)}`", right=f"`{short_value(b)}`")
+        for path, a, b in c.fields
+    ]
+    parts += ["", t("cmp.bold"), ""]
     for pair in c.pairs:
         parts += [f"**{header(pair)}**", ""]
         if pair.status == "same" and not all_tensors:
@@ -102,9 +114,9 @@ def markdown_comparison(c, p: int, all_tensors: bool) -> str:
             for v, side in ((lv, "left"), (rv, "right")):
                 if v is None:
                     continue
-                head = f" {v.title.split('  ')[-1]}" if "head" in v.title else ""
+                head = f" {v.title.rpartition(']')[2].strip()}".rstrip()
                 parts += [
-                    f"*{side}{head}*",
+                    f"*{t('cmp.' + side + '_side')}{head}*",
                     "",
                     "| | " + " | ".join("…" if j is None else v.col_labels[j] for j in v.cols) + " |",
                     "|---|" + "---:|" * len(v.cols),

@@ -85,8 +85,12 @@ def shape_rows(r: dict) -> list[tuple[str, str, str]]:
         key = "kvcache.shape." + name
         return WEIGHT_SHAPES.get(name) or (texts.t(key) if texts.has(key) else "")
 
+    def shown(name):  # a name in words is said in the reader's language; a tensor name stays
+        key = "kvcache.name." + name
+        return texts.t(key) if texts.has(key) else name
+
     return [
-        (name, " × ".join(map(str, s)) if isinstance(s, list) else str(s), meaning(name))
+        (shown(name), " × ".join(map(str, s)) if isinstance(s, list) else str(s), meaning(name))
         for name, s in r["shapes"].items()
     ]
 

@@ -86,7 +86,7 @@ def head_notes(session: Session, values: dict) -> list[str]:
     out, shown = [], set(session.graph.shown(session.stage))  # a table computes fewer: ask the graph
     for name, node in session.graph.nodes.items():
         if isinstance(node.op, Scores) and name[:-1] + "Q" in shown and node.op.sharing():
-            out.append((name[:-2] + ": " if name != "S" else "") + node.op.sharing())
+            out.append((name[:-2] + ": " if name != "S" else "") + str(node.op.sharing()))
     return out
 
 

@@ -9,8 +9,14 @@ import numpy as np
 
 from attncalc.render.text import fmt
 from attncalc.render.view import visible
+from attncalc.texts import t
 
-HEADER = ("pos", "input", "label", "most likely", "p", "p(label)", "−log p(label)")
+
+def header() -> list[str]:
+    """pos, input, label, most likely, p, p(label), −log p(label) in the current language."""
+    return t("pred.header").split(" | ")
+
+
 MAX_ROWS = 16
 
 
@@ -87,18 +93,19 @@ def loss_line(values: dict, p: int) -> str | None:
         from attncalc.render.text import expansion_lines
 
         terms = expansion_lines(Mean().explain([nll], (), (False,)), p)[0]
-    return f"loss = mean(−log p(label)) = {terms}"
+    return t("pred.loss", working=terms)
 
 
 def print_predictions(con, graph, values: dict, p: int) -> None:
     """The prediction table and the loss, in the terminal."""
     from attncalc.render.table import fitted_table
 
-    rows = [["⋮"] * len(HEADER) if row is None else _cells(row, p) for row in predictions(graph, values)]
-    justify = ["right" if k in (0, 4, 5, 6) else "left" for k in range(len(HEADER))]
-    t, note = fitted_table(con, list(HEADER), rows, justify, drop_first=[0, 6, 2, 5])  # never a cut p
-    con.print("Next-token predictions", style="bold", markup=False)
-    con.print(t)
+    head = header()
+    rows = [["⋮"] * len(head) if row is None else _cells(row, p) for row in predictions(graph, values)]
+    justify = ["right" if k in (0, 4, 5, 6) else "left" for k in range(len(head))]
+    table, note = fitted_table(con, head, rows, justify, drop_first=[0, 6, 2, 5])  # never a cut p
+    con.print(t("pred.title"), style="bold", markup=False)
+    con.print(table)
     if note:
         con.print(note, markup=False)
     line = loss_line(values, p)
@@ -108,13 +115,14 @@ def print_predictions(con, graph, values: dict, p: int) -> None:
 
 def markdown_predictions(graph, values: dict, p: int) -> str:
     """The prediction table and the loss, as Markdown."""
+    head = header()
     rows = [
-        "| " + " | ".join(("⋮",) * len(HEADER) if r is None else _cells(r, p, code=True)) + " |"
+        "| " + " | ".join(("⋮",) * len(head) if r is None else _cells(r, p, code=True)) + " |"
         for r in predictions(graph, values)
     ]
-    rule = "|" + "|".join("---:" if k in (0, 4, 5, 6) else "---" for k in range(len(HEADER))) + "|"
+    rule = "|" + "|".join("---:" if k in (0, 4, 5, 6) else "---" for k in range(len(head))) + "|"
     line = loss_line(values, p)
     return "\n".join(
-        ["**Next-token predictions**", "", "| " + " | ".join(HEADER) + " |", rule, *rows, ""]
+        [f"**{t('pred.title')}**", "", "| " + " | ".join(head) + " |", rule, *rows, ""]
         + ([f"**{line}**", ""] if line else [])
     )

@@ -7,17 +7,9 @@ from types import SimpleNamespace
 
 from attncalc.render.text import fmt
 from attncalc.render.view import views
+from attncalc.texts import t as say
 
-WHAT = {
-    "q": "the new query row",
-    "q_rope": "the new query row, rotated",
-    "k_new": "the K rows the cache gains",
-    "k_new_rope": "the K rows the cache gains, rotated",
-    "v_new": "the V rows the cache gains",
-    "K": "the K cache after this step",
-    "V": "the V cache after this step",
-    "A": "weights over the cached positions",
-}
+WHAT = ("q", "q_rope", "k_new", "k_new_rope", "v_new", "K", "V", "A")  # what each is: the texts gen.what.*
 PROB_ROWS = 12  # rows of the probability table at most
 # columns a narrow terminal leaves out first: each follows from the ones kept (p, what is kept, p sample)
 PROB_DROP = ("rank", "scaled", "cum_p_k", "p_k", "logit", "cum_p_sample", "cum_p", "kept_k", "kept_p")
@@ -32,14 +24,14 @@ def shown_tensors(step) -> list[tuple[str, object]]:
     for name, t in step.tensors.items():
         head, _, last = name.rpartition(".")
         if head.endswith(".self") and last in WHAT and f"{name}_rope" not in step.tensors:
-            out.append((head[:-4], list(WHAT).index(last), f"{name}: {WHAT[last]}", t))
+            out.append((head[:-4], WHAT.index(last), f"{name}: {say('gen.what.' + last)}", t))
         elif head.endswith(".cross") and last == "A":
-            out.append((head[:-5], len(WHAT), f"{name}: weights over the source", t))
+            out.append((head[:-5], len(WHAT), f"{name}: {say('gen.what.cross_A')}", t))
     return [(title, t) for *_, title, t in sorted(out, key=lambda r: r[:2])]
 
 
 def _views(title, t):
-    short = f"  ({t.formula})" if len(t.formula) <= 24 else ""
+    short = f"  ({t.formula})" if len(str(t.formula)) <= 24 else ""
     return views(title, SimpleNamespace(formula=title + short, rows=t.rows, cols=t.cols), t.value)
 
 
@@ -81,46 +73,43 @@ def prob_columns(step, settings) -> list[tuple[str, str]]:
     """(header, key) of the probability table for this strategy."""
     cols = [("#", "rank"), ("token", "token"), ("logit", "logit")]
     if step.choice.u is None:
-        return cols + [("p", "p"), ("cum p", "cum_p")]
+        return cols + [("p", "p"), (say("gen.col.cum_p"), "cum_p")]
     t = settings.temperature
     if t != 1.0:
         cols.append((f"logit/{t:g}", "scaled"))
-    cols.append(("p" if t == 1.0 else f"p at T={t:g}", "p"))
+    cols.append(("p" if t == 1.0 else say("gen.col.p_at", t=f"{t:g}"), "p"))
     if settings.top_k:
         cols.append((f"top-k {settings.top_k}", "kept_k"))
     if settings.top_p < 1:
         if settings.top_k:
             cols.append(("p top-k", "p_k"))
-        cols += [("cum", "cum_p_k"), (f"top-p {settings.top_p:g}", "kept_p")]
-    return cols + [("p sample", "p_sample"), ("cum sample", "cum_p_sample")]
+        cols += [(say("gen.col.cum"), "cum_p_k"), (f"top-p {settings.top_p:g}", "kept_p")]
+    return cols + [(say("gen.col.p_sample"), "p_sample"), (say("gen.col.cum_sample"), "cum_p_sample")]
 
 
 def cell(row, key, p) -> str:
     v = row[key]
     if isinstance(v, bool):
-        return "kept" if v else "—"
+        return say("gen.kept") if v else "—"
     return fmt(v, p) if isinstance(v, float) else str(v)
 
 
 def choice_line(step, p) -> str:
     c = step.choice
     if c.u is None:
-        return f"chosen: {step.token} (greedy: the largest probability, {fmt(step.probs[c.token], p)})"
-    return (
-        f"chosen: {step.token} (u = {fmt(c.u, p)} from the seeded generator falls in its cumulative range; "
-        f"p sample = {fmt(c.p_sample[c.token], p)})"
-    )
+        return say("gen.chosen_greedy", token=step.token, p=fmt(step.probs[c.token], p))
+    return say("gen.chosen_sample", token=step.token, u=fmt(c.u, p), p=fmt(c.p_sample[c.token], p))
 
 
 def step_title(step) -> str:
     inputs = " ".join(step.inputs)
     where = (
-        f"position {step.position}"
+        say("gen.position", pos=step.position)
         if len(step.inputs) == 1
-        else f"positions {step.position}–{step.position + len(step.inputs) - 1}"
+        else say("gen.positions", first=step.position, last=step.position + len(step.inputs) - 1)
     )
-    rows = f"{step.cache_rows} row" + ("s" if step.cache_rows > 1 else "")
-    return f"Step {step.index}: input {inputs} at {where} → {step.token}   (cache: {rows})"
+    rows = say("gen.rows_one" if step.cache_rows == 1 else "gen.rows", n=step.cache_rows)
+    return say("gen.step_title", i=step.index, inputs=inputs, where=where, token=step.token, rows=rows)
 
 
 def summary_rows(result, p) -> list[list[str]]:
@@ -141,11 +130,12 @@ def summary_rows(result, p) -> list[list[str]]:
             ]
         )
     w, wo = totals(result)
-    rows.append(["total", "", "", "", "", "", f"{w:,}", f"{wo:,}", f"{wo - w:,}"])
+    rows.append([say("gen.total"), "", "", "", "", "", f"{w:,}", f"{wo:,}", f"{wo - w:,}"])
     return rows
 
 
-SUMMARY = ["step", "input", "pos", "cache rows", "chosen", "p", "MACs with cache", "without cache", "saved"]
+def summary_head() -> list[str]:
+    return say("gen.summary_head").split(" | ")
 
 
 def totals(result) -> tuple[int, int]:
@@ -154,27 +144,22 @@ def totals(result) -> tuple[int, int]:
 
 def intro(model) -> str:
     if model.encoder is None:
-        return (
-            f"Prompt: {' '.join(model.prompt)} — fed at step 0; its keys and values fill the cache first "
-            "(decoder-only)."
-        )
-    return "The source is encoded once: cross-attention reads enc_out, its K and V computed at step 0."
+        return say("gen.intro_prompt", prompt=" ".join(model.prompt))
+    return say("gen.intro_source")
 
 
 def cache_note(result) -> str:
-    if result.settings.use_cache:
-        return "KV cache on: each step computes only its new rows. MACs: multiply-adds of matrix products."
-    return "--no-kv-cache: each step recomputes every row (same numbers). MACs: multiply-adds of matrix products."
+    return say("gen.cache_on" if result.settings.use_cache else "gen.cache_off")
 
 
 # ---- terminal ------------------------------------------------------------------------------------
 
 
 def print_generation(model, result, precision: int) -> None:
-    from attncalc.render.table import console, fitted_table, print_views
+    from attncalc.render.table import console, fitted_table, print_paragraph, print_views
 
     con = console()
-    con.print(intro(model), markup=False)
+    print_paragraph(con, intro(model))
     con.print()
     if model.encoder is not None:
         node = model.encoder.nodes["enc_out"]
@@ -198,31 +183,28 @@ def print_generation(model, result, precision: int) -> None:
             ["left" if key == "token" else "right" for key in keys] + ["left"],
             drop_first=[keys.index(k) for k in PROB_DROP if k in keys],
         )
-        con.print(
-            "probabilities, most likely first"
-            + (" (after temperature, top-k, top-p)" if step.choice.u is not None else ""),
-            style="bold",
-        )
+        con.print(say("gen.probs_sampled" if step.choice.u is not None else "gen.probs"), style="bold")
         con.print(table)
         if note:
             con.print(note, markup=False)
         if rest:
-            con.print(f"… {rest} more tokens", markup=False)
-        con.print(choice_line(step, precision), markup=False)
+            con.print(say("gen.more_tokens", n=rest), markup=False)
+        print_paragraph(con, choice_line(step, precision))
         con.print()
+    head = summary_head()
     summary, note = fitted_table(
         con,
-        SUMMARY,
+        head,
         summary_rows(result, precision),
-        ["right" if k not in (1, 4) else "left" for k in range(len(SUMMARY))],
+        ["right" if k not in (1, 4) else "left" for k in range(len(head))],
         drop_first=[2, 3, 8, 1, 5],  # pos, cache rows, saved, input, p: the MACs are the point here
     )
-    con.rule("Summary", characters="─", style="", align="left")
-    con.print(cache_note(result), markup=False)
+    con.rule(say("gen.summary"), characters="─", style="", align="left")
+    print_paragraph(con, cache_note(result))
     con.print(summary)
     if note:
         con.print(note, markup=False)
-    con.print(f"generated: {' '.join(result.generated)}", markup=False)
+    con.print(say("gen.generated", tokens=" ".join(result.generated)), markup=False)
 
 
 # ---- Markdown and LaTeX --------------------------------------------------------------------------
@@ -254,9 +236,9 @@ def notes_text(model, result, precision: int, latex: bool = False) -> str:
     from attncalc.render.notes import latex_view, markdown_view, md_escape
 
     view_fn, table_fn = (latex_view, _latex_table) if latex else (markdown_view, _md_table)
-    say = (lambda s: "% " + s) if latex else (lambda s: md_escape(s) + "\n")
+    line = (lambda s: "% " + s) if latex else (lambda s: md_escape(s) + "\n")
     head = (lambda s: "% " + s) if latex else (lambda s: f"### {md_escape(s)}\n")
-    parts = [say(intro(model))]
+    parts = [line(intro(model))]
     if model.encoder is not None:
         parts += [view_fn(v, precision) for v in views("enc_out", model.encoder.nodes["enc_out"], model.enc_out)]
     for step in result.steps:
@@ -267,13 +249,13 @@ def notes_text(model, result, precision: int, latex: bool = False) -> str:
         cols = prob_columns(step, result.settings)
         parts.append(table_fn([h for h, _ in cols], [[cell(r, k, precision) for _, k in cols] for r in rows]))
         if rest:
-            parts.append(say(f"… {rest} more tokens"))
-        parts.append(say(choice_line(step, precision)))
+            parts.append(line(say("gen.more_tokens", n=rest)))
+        parts.append(line(choice_line(step, precision)))
     parts += [
-        head("Summary"),
-        say(cache_note(result)),
-        table_fn(SUMMARY, summary_rows(result, precision)),
-        say(f"generated: {' '.join(result.generated)}"),
+        head(say("gen.summary")),
+        line(cache_note(result)),
+        table_fn(summary_head(), summary_rows(result, precision)),
+        line(say("gen.generated", tokens=" ".join(result.generated))),
     ]
     return "\n".join(parts)
 

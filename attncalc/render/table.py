@@ -109,6 +109,14 @@ def fit(view: View, p: int, width: int) -> View:
     return replace(view, cols=real[:split] + [None] + real[split:])
 
 
+def print_paragraph(con, text: str, style: str = "") -> None:
+    """A sentence or paragraph in lines that fit the console (Chinese too), so Rich never wraps them again."""
+    from attncalc.texts import wrap
+
+    for line in wrap(text, con.width):
+        con.print(line, style=style, markup=False, highlight=False)
+
+
 def print_views(con, views: list[View], p: int) -> None:
     for v in views:
         con.print(v.title, style="bold", markup=False)
@@ -117,9 +125,19 @@ def print_views(con, views: list[View], p: int) -> None:
 
 
 def print_explanation(con, label: str, expansion, p: int) -> None:
-    """`Q[爱, 0] = 0.841×0.5 + … = 0.426`, continuation lines aligned under the first."""
-    for line in explanation_text(label, expansion, p):
+    """`Q[爱, 0] = 0.841×0.5 + … = 0.426`, continuation lines aligned under the first; the note's words
+    wrapped by display width beneath (Chinese too), so Rich never re-wraps them raggedly."""
+    from rich.cells import cell_len
+
+    from attncalc.texts import wrap
+
+    lines = explanation_text(label, expansion, p)
+    note = lines.pop().strip() if expansion.note else None
+    for line in lines:
         con.print(line, markup=False)
+    indent = " " * (cell_len(label) + 1)
+    for line in wrap(note, max(20, con.width - len(indent))) if note else []:
+        con.print(indent + line, markup=False, highlight=False)
 
 
 def fitted_table(con, headers: list[str], rows: list[list], justify: list[str], drop_first: list[int] = ()):

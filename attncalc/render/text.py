@@ -216,7 +216,7 @@ def _token(t, latex: bool) -> str:
         return _latex_number(t.text) if latex else t.text
     if isinstance(t, Written):
         return t.text
-    return LATEX_SYMBOLS.get(t, t) if latex else str(t)
+    return str(LATEX_SYMBOLS.get(t, t)) if latex else str(t)  # str() says a Note in the current language
 
 
 PAREN_AFTER = ("×", "/", "−", "·", "^")  # a negative operand after these is bracketed: 2×(−0.4)
@@ -235,7 +235,9 @@ def line_text(line: list, latex: bool = False) -> str:
         elif _negative(t) and prev == "+":
             out = out[:-1] + ("-" if latex else MINUS)  # a plain addend: a + −b  →  a − b
             s = s[1:]
-        if t in ("×", "²", ")²", ";", "]") or prev == "×" or prev in ("(", "[") or t == ")" or not out:
+        # a minus that starts a line or follows "=" or "(" is a sign: −0.004×2, = −log(0.849), not − 0.004
+        sign = prev == "−" and (k == 1 or line[k - 2] in ("=", "(", "["))
+        if t in ("×", "²", ")²", ";", "]") or prev == "×" or prev in ("(", "[") or t == ")" or not out or sign:
             out += (" " if latex and t == "×" else "") + s + (" " if latex and t == "×" else "")
         else:
             out += " " + s
@@ -247,7 +249,7 @@ def expansion_lines(e: Expansion, p: int = 3, latex: bool = False) -> list[str]:
     """The explanation as lines of text, its note last."""
     lines = [line_text(line, latex) for line in shown_lines(e, p)]
     if e.note:
-        lines.append(("% " if latex else "") + e.note)
+        lines.append(("% " if latex else "") + str(e.note))
     return lines
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attncalc.texts import t as say
+
 EDGE = 4  # cells kept at each end of a summarised axis
 BIG = 1e6  # beyond this a matrix cell is drawn in scientific notation (1e300 is not 301 digits wide)
 
@@ -45,11 +47,12 @@ HEAT = {"A", "probs", "M"}
 def views(name: str, node, value, max_rows: int = 16, max_cols: int = 12, max_heads: int = 8) -> list[View]:
     """The slices of `value` to draw: one per head for [h, n, m], one for a matrix, a row for a vector."""
     a = np.asarray(value)
-    shape = "×".join(map(str, a.shape)) or "scalar"
+    shape = "×".join(map(str, a.shape)) or say("caption.scalar")
     base = name.split(".")[-1]
     heat = base in HEAT
-    title = f"{node.formula or name}   [{shape}]" if node is not None else f"{name}   [{shape}]"
-    if node is not None and "." in name and node.formula and not node.formula.startswith(name):
+    formula = str(node.formula) if node is not None else ""  # a Note is said in the current language
+    title = f"{formula or name}   [{shape}]"
+    if node is not None and "." in name and formula and not formula.startswith(name):
         title = f"{name}: {title}"  # enc.0.Q, dec.0.cross.Q: the name --cell and --only take
     if a.ndim == 0:
         a2 = a.reshape(1, 1)
@@ -69,7 +72,7 @@ def views(name: str, node, value, max_rows: int = 16, max_cols: int = 12, max_he
                 continue
             out.append(
                 View(
-                    f"{title}  head {h}",
+                    f"{title}  {say('caption.head', h=h)}",
                     a2[h],
                     visible(a2.shape[1], max_rows),
                     visible(a2.shape[2], max_cols),

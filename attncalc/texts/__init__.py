@@ -46,6 +46,22 @@ def t(key: str, lang: str | None = None, **values) -> str:
     return text.format(**values) if values else text
 
 
+def say(words, lang: str | None = None) -> str:
+    """A `Note` (a key and its values, made by core/ which holds no prose) as text in `lang`; a plain
+    string as it is. Values that are Notes themselves are said first."""
+    if isinstance(words, tuple):  # several Notes said one after the other
+        return (
+            "；".join(say(w, lang) for w in words)
+            if (lang or current()) == "zh"
+            else "; ".join(say(w, lang) for w in words)
+        )
+    if not hasattr(words, "key"):
+        return str(words)
+    return t(
+        words.key, lang, **{k: say(v, lang) if isinstance(v, tuple) or hasattr(v, "key") else v for k, v in words.items}
+    )
+
+
 def has(key: str) -> bool:
     return key in table("en")
 
@@ -67,7 +83,8 @@ def context(key: str, lang: str | None = None, **kw) -> str:
     return t("context." + key, lang, **kw)
 
 
-CLOSING = set("，。、；：！？）」』”’,.;:!?)")
+CLOSING = set("，。、；：！？）」』”’,.;:!?)")  # never at the start of a line
+OPENING = set("（「『“‘(")  # never at the end of a line
 _CJK = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef“”‘’"
 
 
@@ -79,17 +96,30 @@ def _tokens() -> re.Pattern:
 
 
 def wrap(text: str, width: int) -> list[str]:
-    """Lines of at most `width` cells, breaking between words and between Chinese characters (a closing
-    mark stays on its line), which Rich's word wrap does not do for Chinese."""
+    """Lines of at most `width` cells (so Rich never wraps them again), breaking between words and between
+    Chinese characters, which Rich's word wrap does not do for Chinese. A closing mark never starts a line
+    and an opening mark never ends one: the character before (or the mark) moves down with it."""
     from rich.cells import cell_len
 
-    lines, cur = [], ""
+    lines: list[list[str]] = [[]]
+    pieces = []  # a word wider than a line is cut into pieces that fit
     for tok in _tokens().findall(text):
+        pieces += [tok[k : k + width] for k in range(0, len(tok), width)] if len(tok) > width else [tok]
+    for tok in pieces:
+        line = lines[-1]
         if tok.isspace():
-            cur += " " if cur else ""
-        elif cur and cell_len(cur + tok) > width and not (tok in CLOSING and cell_len(cur + tok) <= width + 2):
-            lines.append(cur.rstrip())
-            cur = tok
-        else:
-            cur += tok
-    return lines + [cur.rstrip()] if cur.strip() else lines
+            if line:
+                line.append(" ")
+            continue
+        if line and cell_len("".join(line) + tok) > width:
+            while line and line[-1] == " ":
+                line.pop()
+            carried = []  # what moves to the next line with tok
+            while len(line) > 1 and (tok in CLOSING and (not carried or carried[0] in CLOSING) or line[-1] in OPENING):
+                carried.insert(0, line.pop())
+                while line and line[-1] == " ":
+                    line.pop()
+            lines.append(carried)
+            line = lines[-1]
+        line.append(tok)
+    return [text for text in ("".join(line).rstrip() for line in lines) if text]
