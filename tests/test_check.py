@@ -257,7 +257,7 @@ def test_table_marks_wrong_cells_in_text_and_names_the_first_slip(check, truth):
 def test_table_names_the_mistake(check, truth):
     code, _, result = check(sheet({"A": softmax(truth()["S_scaled"], axis=0)}), fmt="table")
     assert "mistake: softmax over columns instead of rows" in result.stdout
-    assert "First slip: A (softmax over columns instead of rows)." in result.stdout
+    assert "First slip: A — softmax over columns instead of rows." in result.stdout
 
 
 def test_all_correct_table(check, truth):

@@ -306,7 +306,7 @@ TEXTS = {
     "check.summary": "{correct} of {cells} cells correct, {carried} carried forward, {slip} slips.",
     "check.summary_one": "{correct} of {cells} cells correct, {carried} carried forward, {slip} slip.",
     "check.first_slip": "First slip: {name}.",
-    "check.first_slip_named": "First slip: {name} ({mistake}).",
+    "check.first_slip_named": "First slip: {name} — {mistake}.",
     "check.no_slip": "No slip: every wrong cell follows from your own earlier numbers.",
     "check.well_done": "Well done.",
     "check.mistake_label": "mistake:",

@@ -306,7 +306,7 @@ TEXTS = {
     "check.summary": "{cells} 个格子中 {correct} 个正确，{carried} 个沿用前面的错误，{slip} 个失误。",
     "check.summary_one": "{cells} 个格子中 {correct} 个正确，{carried} 个沿用前面的错误，{slip} 个失误。",
     "check.first_slip": "第一处失误：{name}。",
-    "check.first_slip_named": "第一处失误：{name}（{mistake}）。",
+    "check.first_slip_named": "第一处失误：{name}——{mistake}。",
     "check.no_slip": "没有失误：每个不对的格子都是由你前面的数带来的。",
     "check.well_done": "做得好！",
     "check.mistake_label": "错误类型：",
