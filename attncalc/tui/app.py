@@ -59,7 +59,7 @@ class WalkApp(App):
     .section { text-style: italic; margin-top: 1; }
     .title { text-style: bold; margin-top: 1; }
     #panel { height: auto; max-height: 45%; border-top: solid $primary; }
-    #ask { display: none; }
+    #ask { display: none; height: 1; border: none; padding: 0 1; }
     #footer { height: auto; dock: bottom; text-style: bold; }
     """
     AUTO_FOCUS = None  # nothing takes the keys: they move the cursor and the steps
@@ -199,7 +199,7 @@ class WalkApp(App):
         operands = graph.operands(matrix.name, idx) if matrix.role != "ready" else []
         for g in self.grids:
             g.lit = [index for name, index in operands if name == g.matrix.name]
-            g.refresh(layout=True)
+            g.refresh()
 
     def explain_cursor(self) -> None:
         grid = self.grids[self.current]
@@ -272,7 +272,7 @@ class WalkApp(App):
         elif self.k + 1 < len(self.walk.screens):
             self.show(self.k + 1)
         else:
-            self.exit(0)
+            self.exit(return_code=0)
 
     def action_back(self) -> None:
         if self.k > 0:
@@ -293,7 +293,7 @@ class WalkApp(App):
         self.say(Text(texts.t("tui.help", self.walk.lang).replace(" · ", "\n")))
 
     def action_leave(self, code: int) -> None:
-        self.exit(code)
+        self.exit(return_code=code)
 
     def update_footer(self) -> None:
         lang = self.walk.lang

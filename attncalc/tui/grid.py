@@ -97,6 +97,10 @@ class MatrixGrid(Widget):
         finite = [float(v.matrix[c]) for c in matrix.cells if math.isfinite(float(v.matrix[c]))]
         self.range = (min(finite), max(finite)) if v.heat and finite else (0.0, 0.0)
 
+    def lit_cells(self) -> list[tuple[int, int]]:
+        """The shown cells that are operands of the cursor's cell."""
+        return [c for c in self.matrix.cells if any(covers(index, self.matrix.index(c)) for index in self.lit)]
+
     def get_content_width(self, container, viewport) -> int:
         return sum(w for _, w in self.columns) + len(self.columns) - 1
 
