@@ -185,8 +185,8 @@ def test_c_takes_a_typed_cell_of_the_step_or_of_another_tensor(woaini):
 
 
 def test_j_jumps_to_a_step_by_number_or_stage(woaini):
-    app = drive(woaini["en"], keys=["j", *"12", "enter"])
-    assert app.k == 11
+    app = drive(woaini["en"], keys=["j", *"12", "enter", "n"])
+    assert app.k == 12
     app = drive(woaini["en"], keys=["j", *"softmax", "enter"])
     assert app.shot["header"].startswith("Step 6/30 · softmax")
 
@@ -284,6 +284,16 @@ def test_every_step_fits_60x24_nothing_clipped_and_arithmetic_wrapped_at_operato
 def test_wrap_arithmetic_breaks_before_operators():
     lines = wrap_arithmetic("A[x, y] = 0.841×0.5 + 1.540×0 + 0.010×0.5 = 0.426", 24, 10)
     assert lines == ["A[x, y] = 0.841×0.5", "          + 1.540×0", "          + 0.010×0.5", "          = 0.426"]
+    assert wrap_arithmetic("   = 7.727 / 21.228 = 0.364", 40, 5) == ["   = 7.727 / 21.228 = 0.364"]  # kept indented
+
+
+def test_continuation_lines_stand_under_the_first(woaini):
+    app = drive(woaini["en"], keys=["j", *"softmax", "enter", "up", "right", "right"])  # A[爱, 你]
+    assert app.panel_text.splitlines() == [
+        "A[爱, 你] = e^2.045 / (e^2.196 + e^1.507 + e^2.045)",
+        "          = 7.727 / (8.988 + 4.514 + 7.727)",
+        "          = 7.727 / 21.228 = 0.364",
+    ]
 
 
 def test_a_heatmap_uses_the_matrix_own_range(woaini):

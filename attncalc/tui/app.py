@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.geometry import Region
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import OptionList, Static
 
 from attncalc import texts
 from attncalc.errors import InputError
@@ -33,11 +34,12 @@ class Body(VerticalScroll, can_focus=False):
 
 def wrap_arithmetic(text: str, width: int, indent: int) -> list[str]:
     """Lines of at most `width` cells, broken at the spaces around operators, an operator starting the
-    continuation line (`+ 1.540×0`), never ending a line."""
-    words, lines, cur = text.split(" "), [], ""
+    continuation line (`+ 1.540×0`, indented by `indent`), never ending a line. Leading spaces are kept."""
+    body = text.lstrip(" ")
+    words, lines, cur = body.split(" "), [], text[: len(text) - len(body)]
     for k, word in enumerate(words):
         nxt = words[k + 1] if k + 1 < len(words) else ""
-        candidate = f"{cur} {word}" if cur else word
+        candidate = f"{cur} {word}" if cur.strip() else cur + word
         keep_with_next = word in OPERATORS and nxt and cell_len(f"{candidate} {nxt}") > width
         if cur.strip() and (cell_len(candidate) > width or keep_with_next):
             lines.append(cur)
@@ -58,27 +60,30 @@ class WalkApp(App):
     #body Static { width: 100%; }
     .section { text-style: italic; margin-top: 1; }
     .title { text-style: bold; margin-top: 1; }
-    #panel { height: auto; max-height: 45%; border-top: solid $primary; }
-    #ask { display: none; height: 1; border: none; padding: 0 1; }
+    #panel { height: auto; max-height: 45%; border-top: solid $primary; text-wrap: nowrap; }
+    #ask { display: none; height: 1; text-style: reverse; }
     #footer { height: auto; dock: bottom; text-style: bold; }
     """
     AUTO_FOCUS = None  # nothing takes the keys: they move the cursor and the steps
+    # Every binding is a priority one and the input line is read in on_event, so keys act in the order
+    # they came even in a burst (`j12⏎n`): a non-priority key is sent on to whatever had the focus when it
+    # arrived, before `j` opened the input line.
     BINDINGS = [
-        Binding("n,space", "next", show=False),
-        Binding("enter", "enter", show=False),
-        Binding("b", "back", show=False),
-        Binding("left", "move(0, -1)", show=False),
-        Binding("right", "move(0, 1)", show=False),
-        Binding("up", "move(-1, 0)", show=False),
-        Binding("down", "move(1, 0)", show=False),
+        Binding("n,space", "next", show=False, priority=True),
+        Binding("enter", "enter", show=False, priority=True),
+        Binding("b", "back", show=False, priority=True),
+        Binding("left", "move(0, -1)", show=False, priority=True),
+        Binding("right", "move(0, 1)", show=False, priority=True),
+        Binding("up", "move(-1, 0)", show=False, priority=True),
+        Binding("down", "move(1, 0)", show=False, priority=True),
         Binding("tab", "matrix(1)", show=False, priority=True),
         Binding("shift+tab", "matrix(-1)", show=False, priority=True),
-        Binding("c", "ask('cell')", show=False),
-        Binding("j", "ask('step')", show=False),
-        Binding("l", "language", show=False),
-        Binding("question_mark", "help", show=False),
-        Binding("q", "leave(0)", show=False),
-        Binding("escape", "cancel", show=False),
+        Binding("c", "ask('cell')", show=False, priority=True),
+        Binding("j", "ask('step')", show=False, priority=True),
+        Binding("l", "language", show=False, priority=True),
+        Binding("question_mark", "help", show=False, priority=True),
+        Binding("q", "leave(0)", show=False, priority=True),
+        Binding("escape", "cancel", show=False, priority=True),
         Binding("ctrl+c", "leave(130)", show=False, priority=True),
     ]
 
@@ -91,6 +96,7 @@ class WalkApp(App):
         self.grids: list[MatrixGrid] = []
         self.current = 0  # index into grids
         self.asking = ""  # "cell", "step" or "quiz": what the input line is for
+        self.typed = ""  # the input line's text
         self.panel_text = ""
 
     def compose(self) -> ComposeResult:
@@ -100,7 +106,7 @@ class WalkApp(App):
                 yield Static(id="header")
                 yield Body(id="body")
                 yield Static(id="panel")
-                yield Input(id="ask")
+                yield Static(id="ask")
         yield Static(id="footer")
 
     def on_mount(self) -> None:
@@ -110,6 +116,12 @@ class WalkApp(App):
 
     def on_resize(self, event) -> None:
         self.query_one("#steps").display = event.size.width >= NARROW
+        if self.grids and not self.asking:
+            self.show(self.k, keep_cursor=True)  # the why-texts wrapped anew
+
+    def right_width(self) -> int:
+        """The width of the header, body and panel: the terminal's, less the step list when it shows."""
+        return self.size.width - (31 if self.size.width >= NARROW else 0)
 
     def fill_steps(self) -> None:
         steps = self.query_one("#steps", OptionList)
@@ -131,7 +143,9 @@ class WalkApp(App):
         self.query_one("#header", Static).update(head)
         body = self.query_one("#body", Body)
         body.remove_children()
-        widgets = [Static(Text(w)) for w in s.why]
+        widgets = [
+            Static(Text("\n".join(texts.wrap(w, self.right_width() - 2)))) for w in s.why
+        ]  # a scrollbar  # breaks Chinese, too
         self.grids = []
         for section, names, role in (
             ("inputs", s.inputs, "input"),
@@ -223,7 +237,7 @@ class WalkApp(App):
         return Text("\n".join(lines))
 
     def wrapped(self, label: str, lines: list[str]) -> list[str]:
-        width = max(20, self.query_one("#panel").size.width or self.size.width)
+        width = max(20, self.right_width())
         indent = cell_len(label) + 1
         out = []
         for k, line in enumerate(lines):  # continuation lines start with "=", under the first one
@@ -314,17 +328,36 @@ class WalkApp(App):
         self.open_input(what, prompt)
 
     def open_input(self, what: str, prompt: str) -> None:
-        self.asking = what
+        self.asking, self.typed = what, ""
         self.say(Text(prompt))
-        box = self.query_one("#ask", Input)
-        box.value, box.display = "", True
-        box.focus()
+        self.query_one("#ask", Static).display = True
+        self.show_typed()
+
+    def show_typed(self) -> None:
+        self.query_one("#ask", Static).update(Text(f"> {self.typed}▏"))
 
     def close_input(self) -> None:
         self.asking = ""
-        box = self.query_one("#ask", Input)
-        box.display = False
-        self.set_focus(None)
+        self.query_one("#ask", Static).display = False
+
+    async def on_event(self, event: events.Event) -> None:
+        """While the input line is open, keys (and a paste) are its text; Ctrl-C still stops."""
+        if self.asking and isinstance(event, events.Paste):
+            self.typed += event.text.replace("\n", " ")
+            self.show_typed()
+        elif self.asking and isinstance(event, events.Key) and not event.is_forwarded and event.key != "ctrl+c":
+            if event.key == "enter":
+                self.submit(self.typed.strip())
+            elif event.key == "escape":
+                self.action_cancel()
+            elif event.key == "backspace":
+                self.typed = self.typed[:-1]
+                self.show_typed()
+            elif event.is_printable and event.character:
+                self.typed += event.character
+                self.show_typed()
+        else:
+            await super().on_event(event)
 
     def action_cancel(self) -> None:
         if self.asking == "quiz":
@@ -336,8 +369,8 @@ class WalkApp(App):
     def stages(self) -> list[str]:
         return list(dict.fromkeys(s.stage for s in self.walk.screens))
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        text, what = event.value.strip(), self.asking
+    def submit(self, text: str) -> None:
+        what = self.asking
         if what == "quiz":
             self.answer(text)
             return

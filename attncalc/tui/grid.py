@@ -133,7 +133,8 @@ class MatrixGrid(Widget):
         (_, label_width), *data = self.columns
         out.append(" " * label_width)
         for j, w in data:
-            out.append(" " + ("…" if j is None else v.col_labels[j]).rjust(w - 1) + " ", style="bold")
+            label = "…" if j is None else v.col_labels[j]
+            out.append(" " * (w - cell_len(label)) + label + " ", style="bold")  # cells, not characters: 我 is 2
         for i in v.rows:
             out.append("\n")
             label = "⋮" if i is None else v.row_labels[i]
