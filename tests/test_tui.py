@@ -13,7 +13,8 @@ from rich.cells import cell_len  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 from attncalc import texts  # noqa: E402
-from attncalc.tui.app import OPERATORS, WalkApp, wrap_arithmetic  # noqa: E402
+from attncalc.tui.app import WalkApp
+from attncalc.tui.panel import OPERATORS, wrap_arithmetic  # noqa: E402
 from attncalc.walk import open_walk  # noqa: E402
 
 BIG, SMALL = (100, 40), (60, 24)
@@ -302,3 +303,31 @@ def test_a_heatmap_uses_the_matrix_own_range(woaini):
     values = woaini["en"].values["A"]
     assert a.range == (pytest.approx(values.min()), pytest.approx(values.max()))
     assert grid(app, "S_masked").range == (0.0, 0.0)  # scores are not a heatmap
+
+
+@pytest.mark.parametrize("colorfgbg, theme", [("", "ansi-dark"), ("0;15", "ansi-light"), ("15;0", "ansi-dark")])
+def test_the_terminal_background_is_kept_light_or_dark(woaini, monkeypatch, colorfgbg, theme):
+    monkeypatch.setenv("COLORFGBG", colorfgbg)
+    seen = {}
+
+    async def check(app, pilot):
+        seen["theme"], seen["background"] = app.theme, app.screen.styles.background
+        seen["body"] = app.query_one("#body").styles.background
+
+    drive(woaini["en"], check=check)
+    assert seen["theme"] == theme
+    assert seen["background"].ansi == -1 and seen["body"].a == 0  # the terminal's default, nothing painted over
+
+
+def test_no_color_keeps_the_cursor_and_the_lit_operands(woaini, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    seen = {}
+
+    async def check(app, pilot):
+        await pilot.press("up")  # Q[爱, 0]
+        seen["h"] = grid(app, "H").render()
+
+    app = drive(woaini["en"], keys="nn", check=check)
+    assert "爱  0.426   1.770" not in app.shot["text"] and "爱 [0.426]  1.770" in app.shot["text"]  # a marker
+    underlined = [s for s in seen["h"].spans if not isinstance(s.style, str) and s.style.underline]
+    assert len(underlined) == 4  # row 爱 of H: an attribute, not a colour

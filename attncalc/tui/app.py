@@ -8,7 +8,6 @@ cells of the highlighted cell (`Graph.operands`) are lit up in the matrices they
 
 from __future__ import annotations
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
@@ -20,33 +19,15 @@ from textual.widgets import OptionList, Static
 from attncalc import texts
 from attncalc.errors import InputError
 from attncalc.render.text import expansion_lines, fmt
-from attncalc.render.view import visible
-from attncalc.tui.grid import Matrix, MatrixGrid
-from attncalc.walk import cell, label_of, made_by, quiz_cell, tell, views_of
+from attncalc.tui.grid import Matrix, MatrixGrid, matrices
+from attncalc.tui.panel import arithmetic, light_background, wrapped
+from attncalc.walk import cell, label_of, made_by, quiz_cell, tell
 
 NARROW = 90  # below this width the step list is hidden
-OPERATORS = {"+", "−", "-", "=", "/", "×", "·"}
 
 
 class Body(VerticalScroll, can_focus=False):
     """The scrolling part; keys move the cell cursor, so it never takes the focus."""
-
-
-def wrap_arithmetic(text: str, width: int, indent: int) -> list[str]:
-    """Lines of at most `width` cells, broken at the spaces around operators, an operator starting the
-    continuation line (`+ 1.540×0`, indented by `indent`), never ending a line. Leading spaces are kept."""
-    body = text.lstrip(" ")
-    words, lines, cur = body.split(" "), [], text[: len(text) - len(body)]
-    for k, word in enumerate(words):
-        nxt = words[k + 1] if k + 1 < len(words) else ""
-        candidate = f"{cur} {word}" if cur.strip() else cur + word
-        keep_with_next = word in OPERATORS and nxt and cell_len(f"{candidate} {nxt}") > width
-        if cur.strip() and (cell_len(candidate) > width or keep_with_next):
-            lines.append(cur)
-            cur = " " * indent + word
-        else:
-            cur = candidate
-    return lines + [cur]
 
 
 class WalkApp(App):
@@ -110,6 +91,7 @@ class WalkApp(App):
         yield Static(id="footer")
 
     def on_mount(self) -> None:
+        self.theme = "ansi-light" if light_background() else "ansi-dark"  # both keep the terminal's background
         self.query_one("#steps").can_focus = False  # clicked, not tabbed into: keys stay with the cursor
         self.fill_steps()
         self.show(0)
@@ -152,10 +134,10 @@ class WalkApp(App):
             ("weights", s.weights, "weight"),
             ("", s.tensors, "tensor"),
         ):
-            matrices = [m for name in names for m in self.matrices(name, role)]
-            if matrices and section:
+            on_step = [m for name in names for m in matrices(self.walk, name, role)]
+            if on_step and section:
                 widgets.append(Static(Text(texts.ui(section, lang)), classes="section"))
-            widgets += self.grid_widgets(matrices)
+            widgets += self.grid_widgets(on_step)
         widgets += self.grid_widgets([Matrix(v.title, v, 2, role="ready") for v in s.views])
         widgets += [Static(Text(line), classes="title") for line in s.lines]
         body.mount_all(widgets)
@@ -171,15 +153,9 @@ class WalkApp(App):
             self.place(self.grids[self.current].matrix.cell_of(s.example) if self.grids and s.example else None)
         self.update_footer()
 
-    def matrices(self, name: str, role: str) -> list[Matrix]:
-        """The Matrix of each view of tensor `name` (a head per view for [h, n, m])."""
-        value = self.walk.session.graph.value(name)
-        heads = [h for h in visible(value.shape[0], 8) if h is not None] if value.ndim == 3 else [None]
-        return [Matrix(name, v, value.ndim, h, role) for v, h in zip(views_of(self.walk, [name]), heads)]
-
-    def grid_widgets(self, matrices: list[Matrix]) -> list:
+    def grid_widgets(self, shown: list[Matrix]) -> list:
         out = []
-        for m in matrices:
+        for m in shown:
             grid = MatrixGrid(m, self.p)
             self.grids.append(grid)
             out += [Static(Text(m.view.title), classes="title"), grid]
@@ -219,31 +195,7 @@ class WalkApp(App):
         grid = self.grids[self.current]
         if grid.cursor == grid.hidden and self.asking == "quiz":
             return  # the quiz question stays in the panel
-        self.say(self.arithmetic(grid.matrix, grid.matrix.index(grid.cursor)))
-
-    def arithmetic(self, matrix: Matrix, idx: tuple) -> Text:
-        """`Q[爱, 1] = …` wrapped at operators to the panel's width, then where it comes from."""
-        lang, graph = self.walk.lang, self.walk.session.graph
-        v = matrix.view
-        if matrix.role == "ready":
-            i, j = idx[-2:] if len(idx) > 1 else (0, idx[-1])
-            label = f"{v.title.split()[0]}[{v.row_labels[i]}, {v.col_labels[j]}]"
-            return Text(texts.t("tui.given", lang, label=label, value=fmt(float(v.matrix[i, j]), self.p)))
-        label = label_of(graph.node(matrix.name), idx)
-        lines = self.wrapped(label, expansion_lines(graph.explain(matrix.name, idx), self.p))
-        made = made_by(self.walk, matrix.name)
-        if matrix.role == "input" and made is not None:
-            lines.append(texts.t("tui.made_here", lang, k=made + 1))
-        return Text("\n".join(lines))
-
-    def wrapped(self, label: str, lines: list[str]) -> list[str]:
-        width = max(20, self.right_width())
-        indent = cell_len(label) + 1
-        out = []
-        for k, line in enumerate(lines):  # continuation lines start with "=", under the first one
-            text = f"{label} = {line}" if k == 0 else " " * indent + line
-            out += wrap_arithmetic(text, width, indent + 2)
-        return out
+        self.say(arithmetic(self.walk, grid.matrix, grid.matrix.index(grid.cursor), self.right_width()))
 
     def say(self, text: Text) -> None:
         self.panel_text = text.plain
@@ -407,7 +359,7 @@ class WalkApp(App):
                 self.current = n
                 self.place(where)
                 return
-        self.say(Text("\n".join(self.wrapped(label, expansion_lines(expansion, self.p)))))
+        self.say(Text("\n".join(wrapped(label, expansion_lines(expansion, self.p), self.right_width()))))
 
     # ---- the quiz ---------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from attncalc.render.text import fmt
-from attncalc.render.view import View
+from attncalc.render.view import View, visible
 
 CURSOR = Style(reverse=True, bold=True)
 LIT = Style(underline=True, bold=True)
@@ -48,6 +48,15 @@ class Matrix:
             return None
         cell = {0: (0, 0), 1: (0, idx[-1]) if idx else None}.get(self.ndim, tuple(idx[-2:]))
         return cell if cell in self.cells else None
+
+
+def matrices(walk, name: str, role: str) -> list[Matrix]:
+    """The Matrix of each view of tensor `name` on a walk (a head per view for [h, n, m])."""
+    from attncalc.walk import views_of
+
+    value = walk.session.graph.value(name)
+    heads = [h for h in visible(value.shape[0], 8) if h is not None] if value.ndim == 3 else [None]
+    return [Matrix(name, v, value.ndim, h, role) for v, h in zip(views_of(walk, [name]), heads)]
 
 
 def covers(index: tuple, idx: tuple) -> bool:
