@@ -331,3 +331,34 @@ def test_no_color_keeps_the_cursor_and_the_lit_operands(woaini, monkeypatch):
     assert "爱  0.426   1.770" not in app.shot["text"] and "爱 [0.426]  1.770" in app.shot["text"]  # a marker
     underlined = [s for s in seen["h"].spans if not isinstance(s.style, str) and s.style.underline]
     assert len(underlined) == 4  # row 爱 of H: an attribute, not a colour
+
+
+def test_a_large_tensor_is_summarised_and_the_cursor_skips_the_gaps(tmp_path):
+    import json
+
+    n, d = 20, 16
+    eye = [[1.0 if i == j else 0.0 for j in range(d)] for i in range(d)]
+    vocab = [f"t{k}" for k in range(n)]
+    fixture = {
+        "vocab": vocab,
+        "d_model": d,
+        "embedding": [[(i * d + j) / 100 for j in range(d)] for i in range(n)],
+        "source": vocab,
+        "attention": {"heads": 1, "Wq": eye, "Wk": eye, "Wv": eye},
+    }
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(fixture))
+    walk = open_walk(None, str(path), [], "en", end="pe")
+    moves = []
+
+    async def check(app, pilot):
+        assert cursor(app) == ("X", (19, 0))  # the worked cell: the last row
+        for key in ["up"] * 5 + ["right"] * 4:
+            await pilot.press(key)
+            moves.append(cursor(app)[1])
+        x = grid(app, "X")
+        assert x.matrix.view.rows == [0, 1, 2, 3, None, 16, 17, 18, 19]
+        assert len(x.matrix.cells) == 8 * 8 and (5, 5) not in x.matrix.cells  # only the shown cells
+
+    drive(walk, size=SMALL, check=check)
+    assert moves == [(18, 0), (17, 0), (16, 0), (3, 0), (2, 0), (2, 1), (2, 2), (2, 3), (2, 12)]
