@@ -108,6 +108,19 @@ def test_a_burst_of_keys_counts_every_key():
     assert finish(c) == 0
 
 
+@pytest.mark.parametrize("term, full_screen", [("xterm-256color", True), ("dumb", False)])
+def test_a_terminal_gets_the_full_screen_walk_unless_it_is_dumb(term, full_screen):
+    env = dict(os.environ, TERM=term, LANG="C.UTF-8", PYTHONIOENCODING="utf-8")
+    args = ["-m", "attncalc", "walk", "--example", "woaini", "--lang", "en"]
+    c = pexpect.spawn(sys.executable, args, env=env, encoding="utf-8", timeout=20, dimensions=(40, 100))
+    c.expect("n next" if full_screen else KEYS)
+    c.send("q")
+    assert finish(c) == 0
+    assert ("\x1b[?1049l" in c.before) == full_screen  # the alternate screen, left at the end
+    if full_screen:
+        assert "attncalc walk: 1 of 30 steps seen." in c.before  # the line left after it
+
+
 def test_ctrl_c_leaves_with_130_and_no_traceback():
     c = spawn()
     c.expect(KEYS)

@@ -1,8 +1,9 @@
 """`attncalc walk`: every stage of an example, one screen at a time, with the keys and the quiz.
 
-The screens themselves are `attncalc.walk`; this module reads keys (one key press, no Enter,
-when stdin and stdout are terminals), asks the quiz questions and saves `--export`. NumPy and
-Rich are imported inside the command body, so `attncalc --help` stays light.
+The screens themselves are `attncalc.walk`. On a terminal the full-screen walk (`attncalc.tui`, Textual)
+shows them; otherwise (`--plain`, a pipe, `--no-pause`, `--export`) this module prints them, reads keys
+(one key press, no Enter, every key of a burst), asks the quiz questions and saves `--export`. NumPy,
+Rich and Textual are imported inside the command body, so `attncalc --help` stays light.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from attncalc.cli import options as o
 
 HELP = (
     "The whole computation, stage by stage: each screen shows the formula, the matrices and why the step "
-    "is there. Keys: Enter/space next, b back, c ROW,COL explain a cell, q quit."
+    "is there. On a terminal it opens full screen: arrows move a cell cursor, its arithmetic below and its "
+    "input cells lit up; n/b next/back, c a cell, j a step, l language, ? help, q quit. With --plain, a pipe or "
+    "--no-pause the screens are printed: Enter/space next, b back, c ROW,COL explain a cell, q quit."
 )
 From = Annotated[
     Optional[str],
