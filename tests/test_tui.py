@@ -363,3 +363,17 @@ def test_a_large_tensor_is_summarised_and_the_cursor_skips_the_gaps(tmp_path):
 
     drive(walk, size=SMALL, check=check)
     assert moves == [(18, 0), (17, 0), (16, 0), (3, 0), (2, 0), (2, 1), (2, 2), (2, 3), (2, 12)]
+
+
+def test_the_step_list_jumps_on_a_click_and_question_mark_shows_the_keys(woaini):
+    said = {}
+
+    async def check(app, pilot):
+        await pilot.click("#steps", offset=(4, 5))  # the sixth line: step 6
+        said["k"] = app.k
+        await pilot.press("question_mark")
+        said["help"] = app.panel_text
+
+    drive(woaini["en"], check=check)
+    assert said["k"] == 5
+    assert "Tab / Shift-Tab: the next matrix" in said["help"] and "q: quit" in said["help"]
