@@ -377,3 +377,21 @@ def test_the_step_list_jumps_on_a_click_and_question_mark_shows_the_keys(woaini)
     drive(woaini["en"], check=check)
     assert said["k"] == 5
     assert "Tab / Shift-Tab: the next matrix" in said["help"] and "q: quit" in said["help"]
+
+
+def test_a_resize_rewraps_the_panel_and_hides_the_step_list(woaini):
+    seen = {}
+
+    async def check(app, pilot):
+        await pilot.resize_terminal(60, 24)
+        await pilot.pause()
+        await pilot.pause()
+        seen["lines"], seen["steps"] = app.panel_text.splitlines(), app.query_one("#steps").display
+
+    drive(woaini["en"], keys=["j", "9", "enter"], check=check)  # LayerNorm: four long lines
+    assert not seen["steps"] and max(cell_len(line) for line in seen["lines"]) <= 60
+    assert seen["lines"][0] == "enc.0.H1[你, 0] = x̂×γ + β = 1.170×1 + 0 = 1.170"
+    assert seen["lines"][1:3] == [
+        "                μ = (3.073 + 1.708 + 0.349 + 2.426) / 4",
+        "                  = 1.889",
+    ]

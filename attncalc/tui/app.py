@@ -98,8 +98,8 @@ class WalkApp(App):
 
     def on_resize(self, event) -> None:
         self.query_one("#steps").display = event.size.width >= NARROW
-        if self.grids and not self.asking:
-            self.show(self.k, keep_cursor=True)  # the why-texts wrapped anew
+        if self.grids and not self.asking:  # the why-texts and the arithmetic wrapped anew, at the new size
+            self.call_after_refresh(self.show, self.k, keep_cursor=True)
 
     def right_width(self) -> int:
         """The width of the header, body and panel: the terminal's, less the step list when it shows."""
