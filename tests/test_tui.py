@@ -388,7 +388,13 @@ def test_a_resize_rewraps_the_panel_and_hides_the_step_list(woaini):
         await pilot.pause()
         seen["lines"], seen["steps"] = app.panel_text.splitlines(), app.query_one("#steps").display
 
+        await pilot.resize_terminal(100, 40)
+        app.action_next()  # a key between the resize and its redraw: the redraw is of the step now shown
+        app.rewrap()
+        seen["k"] = app.k
+
     drive(woaini["en"], keys=["j", "9", "enter"], check=check)  # LayerNorm: four long lines
+    assert seen["k"] == 9
     assert not seen["steps"] and max(cell_len(line) for line in seen["lines"]) <= 60
     assert seen["lines"][0] == "enc.0.H1[你, 0] = x̂×γ + β = 1.170×1 + 0 = 1.170"
     assert seen["lines"][1:3] == [

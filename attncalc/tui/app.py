@@ -98,8 +98,12 @@ class WalkApp(App):
 
     def on_resize(self, event) -> None:
         self.query_one("#steps").display = event.size.width >= NARROW
-        if self.grids and not self.asking:  # the why-texts and the arithmetic wrapped anew, at the new size
-            self.call_after_refresh(self.show, self.k, keep_cursor=True)
+        self.call_after_refresh(self.rewrap)  # when the new size is known
+
+    def rewrap(self) -> None:
+        """The step drawn again, cursor kept: its why-texts and arithmetic wrapped to the new width."""
+        if self.grids and not self.asking:
+            self.show(self.k, keep_cursor=True)
 
     def right_width(self) -> int:
         """The width of the header, body and panel: the terminal's, less the step list when it shows."""
@@ -143,7 +147,7 @@ class WalkApp(App):
         body.mount_all(widgets)
         body.scroll_home(animate=False)
         quiz = self.quiz and k not in self.asked and s.quiz is not None
-        if old is not None:
+        if old is not None and old[0] < len(self.grids):
             self.current, where = old
             self.place(where)
         elif quiz:
