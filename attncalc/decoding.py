@@ -197,6 +197,11 @@ class Append(Op):
         v = float(xs[1][i - m0, j])
         return Expansion([[given(v, g[1])]], v, "computed at this step and appended to the cache")
 
+    def operands(self, shapes, idx):
+        i, j = idx
+        m0 = shapes[0][0]
+        return [(0, (i, j))] if i < m0 else [(1, (i - m0, j))]
+
 
 CACHE_FORMULA = {"K_all": "K (cache) = [cached K; k_new]", "V_all": "V (cache) = [cached V; v_new]"}
 

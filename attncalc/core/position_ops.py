@@ -49,6 +49,9 @@ class Sinusoidal(Op):
             f"position {pos}, pair i = {two_i // 2}",
         )
 
+    def operands(self, shapes, idx):
+        return []  # a function of the position alone: the input only gives the size
+
 
 class MaskMatrix(Op):
     """M[i, j] = 1 where query i may look at key j; its input (the scores) gives n and m.
@@ -92,6 +95,9 @@ class MaskMatrix(Op):
             why or f"mask kind {self.kind}: key {j} is visible to query {i}",
         )
 
+    def operands(self, shapes, idx):
+        return []  # the positions (and pad tokens) decide: the scores only give the size
+
 
 class Angles(Op):
     """RoPE angles [n, d_k/2] = position × inv_freq_j; its input gives n."""
@@ -110,6 +116,9 @@ class Angles(Op):
             v,
             f"inv_freq_{j} = 1/θ^({2 * j}/d_k), after any scaling",
         )
+
+    def operands(self, shapes, idx):
+        return []  # a function of the position alone: the input only gives the size
 
 
 class Rope(Op):
@@ -169,6 +178,13 @@ class Rope(Op):
         )
         return Expansion([line + ["=", v], rotation, numbers], v, note)
 
+    def operands(self, shapes, idx):
+        i, col = idx
+        dk = shapes[0][1] // self.h
+        head, c = divmod(col, dk)
+        p, partner, _ = positions.rope_pair(c, dk, self.layout)
+        return [(0, (i, head * dk + c)), (0, (i, head * dk + partner)), (1, (i, p))]
+
 
 class Alibi(Op):
     """ALiBi bias[h, i, j] = −slope_h · (i − j); its input (the scores) gives h, n, m."""
@@ -192,3 +208,6 @@ class Alibi(Op):
             v,
             f"slope of head {head}; farther keys get a larger penalty",
         )
+
+    def operands(self, shapes, idx):
+        return []  # slope × distance: the scores only give the size

@@ -190,4 +190,16 @@ TEXTS = {
     "surprises.did_you_mean": " (did you mean {name}?)",
     "surprises.progress": "generating tokens",
     "surprises.dropped": "(columns {names} left out to fit {width} columns; widen the terminal or use -f json)",
+    # tui: the full-screen walk (issue 13)
+    "tui.keys": "n next · b back · ←↑↓→ cell · Tab matrix · c cell · j step · l 中文 · ? help · q quit",
+    "tui.help": "n, space or Enter: next step (Enter on a matrix of an earlier step goes to that step) · b: back · arrows: move the cursor; Tab / Shift-Tab: the next matrix; the mouse works too · c: type a cell (爱,0 or K:你,1) · j: jump to a step (a number or a stage name) · l: English / 中文 · q: quit · Ctrl-C: stop",
+    "tui.cell_prompt": "cell: ROW,COL or TENSOR:ROW,COL, then Enter (Esc cancels)",
+    "tui.step_prompt": "step: a number from 1 to {n} or a stage ({stages}), then Enter",
+    "tui.quiz_prompt": "Quiz: compute {label} yourself; type your answer and Enter (Enter alone skips).",
+    "tui.quiz_score": "quiz {right}/{asked}",
+    "tui.lit": "lit up: {cells}",
+    "tui.given": "{label} = {value}",
+    "tui.summary": "attncalc walk: {seen} of {n} steps seen.",
+    "tui.no_step": "a step number from 1 to {n} or a stage of this walk",
+    "tui.made_here": "made on step {k}: Enter goes there",
 }

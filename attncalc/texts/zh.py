@@ -190,4 +190,16 @@ TEXTS = {
     "surprises.did_you_mean": "（是不是想写 {name}？）",
     "surprises.progress": "正在生成",
     "surprises.dropped": "（为适应 {width} 列宽，省略了 {names} 这几列；可以加宽终端或使用 -f json）",
+    # tui: the full-screen walk (issue 13)
+    "tui.keys": "n 下一步 · b 上一步 · ←↑↓→ 格子 · Tab 矩阵 · c 格子 · j 跳转 · l English · ? 帮助 · q 退出",
+    "tui.help": "n、空格或回车：下一步（光标在前面步骤的矩阵上时，回车跳到算出它的那一步）· b：上一步 · 方向键：移动光标；Tab / Shift-Tab：下一个矩阵；也可以用鼠标 · c：输入一个格子（爱,0 或 K:你,1）· j：跳到某一步（步号或阶段名）· l：English / 中文 · q：退出 · Ctrl-C：中止",
+    "tui.cell_prompt": "格子：行,列 或 张量:行,列，然后回车（Esc 取消）",
+    "tui.step_prompt": "跳到：1 到 {n} 的步号，或阶段名（{stages}），然后回车",
+    "tui.quiz_prompt": "小测验：请自己算出 {label}，输入答案后回车（直接回车跳过）。",
+    "tui.quiz_score": "小测验 {right}/{asked}",
+    "tui.lit": "高亮的输入：{cells}",
+    "tui.given": "{label} = {value}",
+    "tui.summary": "attncalc 逐步讲解：共 {n} 步，看了 {seen} 步。",
+    "tui.no_step": "1 到 {n} 的步号，或本讲解中的阶段名",
+    "tui.made_here": "在第 {k} 步算出：按回车跳过去",
 }
