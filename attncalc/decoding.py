@@ -193,9 +193,14 @@ class Append(Op):
         m0 = xs[0].shape[0]
         if i < m0:
             v = float(xs[0][i, j])
-            return Expansion([[given(v, g[0])]], v, f"row {i} was cached at an earlier step: not recomputed")
+            return Expansion([[given(v, g[0])]], v, Note("note.cached_row", i=i))
         v = float(xs[1][i - m0, j])
         return Expansion([[given(v, g[1])]], v, Note("note.appended"))
+
+    def operands(self, shapes, idx):
+        i, j = idx
+        m0 = shapes[0][0]
+        return [(0, (i, j))] if i < m0 else [(1, (i - m0, j))]
 
 
 CACHE_FORMULA = {"K_all": Note("formula.K_all"), "V_all": Note("formula.V_all")}

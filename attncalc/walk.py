@@ -67,6 +67,7 @@ class Screen:
     quiz: str | None = None  # the tensor --quiz asks about on this screen (one per stage)
     views: list = field(default_factory=list)  # ready views of tensors outside the graph (generation)
     lines: list[str] = field(default_factory=list)  # said after the matrices
+    inputs: list[str] = field(default_factory=list)  # tensors of earlier screens that this one reads
 
 
 @dataclass
@@ -77,6 +78,10 @@ class Walk:
     lang: str
     name: str
     notes: list[str] = field(default_factory=list)  # said after the last screen
+    span: tuple[int, int] = (0, len(WALK_STAGES) - 1)  # --from/--to as indices of WALK_STAGES
+    precision: int = 3
+    stopped: tuple[str, str] | None = None  # (last stage, why) when the input has no later parts
+    generation: object = None  # decoding.generate's result, once computed
 
 
 def group_of(name: str) -> tuple[str, str]:
@@ -120,38 +125,50 @@ def open_walk(example=None, fixture=None, sets=(), lang="en", start=None, end=No
         raise error
     if k < min(lo, top):
         raise error
-    name = example or fixture
-    walk = Walk(session, values, make_screens(session, values, lang, lo, hi), lang, name)
-    if k < top:
-        walk.notes.append(stopped(STAGES[k], name, error, lang))
+    stopped = (STAGES[k], error) if k < top else None
+    walk = Walk(session, values, [], lang, example or fixture, span=(lo, hi), precision=precision, stopped=stopped)
+    return tell(walk, lang)
+
+
+def tell(walk: Walk, lang: str) -> Walk:
+    """(Re)make the screens and notes of `walk` in `lang` from its computed values: the full-screen walk
+    switches language live with this. Generation runs once; its result is kept for the next telling."""
+    lo, hi = walk.span
+    walk.lang = lang
+    walk.screens = make_screens(walk.session, walk.values, lang, lo, hi)
+    walk.notes = []
+    if walk.stopped:
+        walk.notes.append(stop_note(*walk.stopped, walk.name, lang))
     elif hi == len(STAGES):
         try:
-            walk.screens += generation_screens(session, lang, precision)
+            if walk.generation is None:
+                from attncalc.decoding import Model, Settings, generate
+
+                walk.generation = generate(Model(walk.session.fixture, walk.session.source, ""), Settings())
+            decoder_only = not walk.session.fixture.get("encoder")
+            walk.screens += generation_screens(walk.generation, lang, walk.precision, decoder_only)
         except InputError as e:
-            walk.notes.append(stopped(STAGES[k], name, e, lang))
+            walk.notes.append(stop_note(STAGES[-1], e, walk.name, lang))
     return walk
 
 
-def stopped(stage: str, name: str, error: InputError, lang: str) -> str:
+def stop_note(stage: str, error: InputError, name: str, lang: str) -> str:
     """Why the walk ends early: the field the next stage needs (a fixture without an encoder), or the error."""
     if str(error.found).startswith("nothing"):  # a missing key: say which, in the reader's language
         return texts.ui("stopped_missing", lang, stage=stage, name=name, field=error.where.rpartition(": ")[2])
     return texts.ui("stopped", lang, stage=stage, name=name, reason=str(error))
 
 
-def generation_screens(session: Session, lang: str, precision: int) -> list[Screen]:
-    """Greedy decoding with the KV cache, a screen per step: the new rows, the cache, the weights, the
-    probabilities and the token chosen (the numbers of `attncalc generate`)."""
+def generation_screens(result, lang: str, precision: int, decoder_only: bool = False) -> list[Screen]:
+    """Greedy decoding with the KV cache (`decoding.generate`'s result), a screen per step: the new rows,
+    the cache, the weights, the probabilities and the token chosen (the numbers of `attncalc generate`)."""
     from types import SimpleNamespace
 
-    from attncalc.decoding import Model, Settings, generate
     from attncalc.render.steps import shown_tensors, totals
     from attncalc.render.text import fmt
     from attncalc.render.view import views
 
-    model = Model(session.fixture, session.source, "")
-    result = generate(model, Settings())
-    first = "generate" if model.encoder is not None else "generate_only"  # encoder–decoder or decoder-only
+    first = "generate_only" if decoder_only else "generate"  # decoder-only, or encoder–decoder
     screens = []
     for step in result.steps:
         shown = shown_tensors(step) + [("probs", step.tensors["probs"])]
@@ -252,6 +269,7 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
                 seen.add(i)
                 weights.append(i)
     shape = np.shape(values[main])
+    made_before = [i for n in names for i in g.nodes[n].inputs if i not in names and not g.nodes[i].is_leaf]
     return Screen(
         nodes[0].stage,
         group,
@@ -263,6 +281,7 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
         weights,
         main,
         worked_cell(shape),
+        inputs=list(dict.fromkeys(made_before)),
     )
 
 
@@ -363,6 +382,11 @@ def choose_quiz(g, screens: list[Screen]) -> None:
         pick = next((s for s in mine if preferred and s.group.startswith(preferred)), mine[0] if mine else None)
         if pick is not None:
             pick.quiz = "logits" if pick.group == "output" else pick.main
+
+
+def made_by(walk: Walk, name: str) -> int | None:
+    """The index of the screen that shows tensor `name` being made (None for a weight or a tensor not shown)."""
+    return next((k for k, s in enumerate(walk.screens) if name in s.tensors), None)
 
 
 def label_of(node, idx: tuple) -> str:

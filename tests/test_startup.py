@@ -70,3 +70,34 @@ def test_the_sizing_commands_do_not_import_numpy():
         run = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True)
         assert run.stdout.strip().splitlines()[-1] == "CLEAN", run.stdout + run.stderr
         assert '"kv_bytes"' in run.stdout or '"bytes"' in run.stdout
+
+
+TEXTUAL_PROBE = """
+import sys
+from attncalc.cli.app import app
+try:
+    app([{args}], prog_name="attncalc")
+except SystemExit:
+    pass
+print("TEXTUAL" if any(m == "textual" or m.startswith(("textual.", "attncalc.tui")) for m in sys.modules) else "CLEAN")
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "'--help'",
+        "'walk', '--help'",
+        "'softmax', '--example', 'woaini'",
+        "'walk', '--example', 'woaini', '--to', 'pe'",  # not a terminal: the printed walk
+        "'walk', '--example', 'woaini', '-f', 'markdown'",
+    ],
+)
+def test_only_the_full_screen_walk_loads_textual(args):
+    run = subprocess.run(
+        [sys.executable, "-c", TEXTUAL_PROBE.format(args=args)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert run.stdout.strip().splitlines()[-1] == "CLEAN", run.stdout[-500:] + run.stderr

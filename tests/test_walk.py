@@ -25,7 +25,7 @@ def spawn(*args):
     env.pop("ATTNCALC_DEBUG", None)
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "attncalc", "walk", "--example", "woaini", *args],
+        ["-m", "attncalc", "walk", "--example", "woaini", "--plain", *args],
         env=env,
         encoding="utf-8",
         timeout=20,
@@ -95,6 +95,34 @@ def test_c_explains_a_cell_of_the_screen_by_tokens_or_by_tensor():
     assert finish(c) == 0
 
 
+def test_a_burst_of_keys_counts_every_key():
+    c = spawn()
+    c.expect(KEYS)
+    c.send("nnnn")  # one read returns all four
+    for k in range(2, 6):
+        c.expect(rf"Step {k}/\d+ · ")
+    c.expect(KEYS)
+    c.send("bc 爱,0\r")  # back, then a cell typed in the same burst
+    c.expect(r"Step 4/\d+ · scores")
+    c.expect_exact("S_scaled[爱, 我] = 4.392×1/√4 = 2.196")
+    c.expect(KEYS)
+    c.send("q")
+    assert finish(c) == 0
+
+
+@pytest.mark.parametrize("term, full_screen", [("xterm-256color", True), ("dumb", False)])
+def test_a_terminal_gets_the_full_screen_walk_unless_it_is_dumb(term, full_screen):
+    env = dict(os.environ, TERM=term, LANG="C.UTF-8", PYTHONIOENCODING="utf-8")
+    args = ["-m", "attncalc", "walk", "--example", "woaini", "--lang", "en"]
+    c = pexpect.spawn(sys.executable, args, env=env, encoding="utf-8", timeout=20, dimensions=(40, 100))
+    c.expect("n next" if full_screen else KEYS)
+    c.send("q")
+    assert finish(c) == 0
+    assert ("\x1b[?1049l" in c.before) == full_screen  # the alternate screen, left at the end
+    if full_screen:
+        assert "attncalc walk: 1 of 30 steps seen." in c.before  # the line left after it
+
+
 def test_ctrl_c_leaves_with_130_and_no_traceback():
     c = spawn()
     c.expect(KEYS)
@@ -158,6 +186,15 @@ def test_no_pause_prints_every_stage_in_order(cli):
         "generated: I love you </s>",
     ):
         assert text in r.stdout, text
+
+
+def test_without_a_terminal_the_walk_is_plain_text(cli, monkeypatch):
+    monkeypatch.delenv("NO_COLOR")  # no colour asked for: still no escape codes into a pipe
+    monkeypatch.setenv("TERM", "xterm-256color")
+    r = cli("walk", "--example", "woaini", "--to", "qkv")
+    assert r.exit_code == 0, r.stderr
+    assert [s for _, _, s in screens(r.stdout)] == ["embed", "pe", "qkv"]
+    assert "\x1b" not in r.stdout + r.stderr
 
 
 def test_from_to_pick_stages(cli):

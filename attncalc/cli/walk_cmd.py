@@ -1,8 +1,9 @@
 """`attncalc walk`: every stage of an example, one screen at a time, with the keys and the quiz.
 
-The screens themselves are `attncalc.walk`; this module reads keys (one key press, no Enter,
-when stdin and stdout are terminals), asks the quiz questions and saves `--export`. NumPy and
-Rich are imported inside the command body, so `attncalc --help` stays light.
+The screens themselves are `attncalc.walk`. On a terminal the full-screen walk (`attncalc.tui`, Textual)
+shows them; otherwise (`--plain`, a pipe, `--no-pause`, `--export`) this module prints them, reads keys
+(one key press, no Enter, every key of a burst), asks the quiz questions and saves `--export`. NumPy,
+Rich and Textual are imported inside the command body, so `attncalc --help` stays light.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from attncalc.cli import options as o
 
 HELP = (
     "The whole computation, stage by stage: each screen shows the formula, the matrices and why the step "
-    "is there. Keys: Enter/space next, b back, c ROW,COL explain a cell, q quit."
+    "is there. On a terminal it opens full screen: arrows move a cell cursor, its arithmetic below and its "
+    "input cells lit up; n/b next/back, c a cell, j a step, l language, ? help, q quit. With --plain, a pipe or "
+    "--no-pause the screens are printed: Enter/space next, b back, c ROW,COL explain a cell, q quit."
 )
 From = Annotated[
     Optional[str],
@@ -31,6 +34,9 @@ To = Annotated[Optional[str], typer.Option("--to", help="Last stage (same names 
 Quiz = Annotated[bool, typer.Option("--quiz", help="Ask you one cell per stage before showing it.")]
 NoPause = Annotated[bool, typer.Option("--no-pause", help="Print every screen without waiting for a key.")]
 Format = o.format_option("walk")
+Plain = Annotated[
+    bool, typer.Option("--plain", help="On a terminal too, print the screens one after another instead of full screen.")
+]
 Export = Annotated[
     Optional[str],
     typer.Option("--export", help="Save what the terminal showed: FILE.html or FILE.svg.", show_default=False),
@@ -53,6 +59,7 @@ def walk(
     quiz: Quiz = False,
     no_pause: NoPause = False,
     export: Export = None,
+    plain: Plain = False,
     debug: o.Debug = False,
 ):
     def run():
@@ -78,6 +85,14 @@ def walk(
         if fmt == "markdown":
             sys.stdout.write(markdown(w, precision))
             return
+        if not (plain or no_pause or export) and on_terminal():
+            from attncalc.tui.app import run as run_full_screen
+
+            texts.use(w.lang)
+            code = run_full_screen(w, quiz)
+            if code:
+                raise typer.Exit(code)
+            return
         from attncalc.render.table import console
 
         con = console(record=bool(export))
@@ -89,6 +104,12 @@ def walk(
                 save(con, export)
 
     o.guarded(run, debug)
+
+
+def on_terminal() -> bool:
+    """stdin, stdout and stderr all terminals, and one that can draw a full screen."""
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    return all(s.isatty() for s in streams) and os.environ.get("TERM", "dumb") not in ("dumb", "")
 
 
 def save(con, path: str) -> None:
@@ -123,28 +144,57 @@ KEYS = {
 }
 
 
-def read_key(prompt: str) -> tuple[str, str]:
-    """One key press (cbreak mode: no Enter needed, Ctrl-C still interrupts) → (action, rest of the line)."""
-    sys.stderr.write(prompt)
-    sys.stderr.flush()
-    try:
-        import termios
-        import tty
-    except ImportError:  # no termios (Windows): a line at a time
-        text = sys.stdin.readline()
-    else:
+class KeyReader:
+    """Key presses from the terminal (cbreak mode: no Enter needed, Ctrl-C still interrupts), one at a time.
+
+    A read may return several keys typed in one burst (`nnnn`, a pasted `c 爱,0⏎`): the rest is kept for
+    the next calls, so every key counts."""
+
+    def __init__(self):
+        self.pending = ""
+
+    def fill(self) -> None:
+        try:
+            import termios
+            import tty
+        except ImportError:  # no termios (Windows): a line at a time, its Enter only ending it
+            line = sys.stdin.readline()
+            self.pending += line.rstrip("\r\n") or line
+            return
         fd = sys.stdin.fileno()
         old = termios.tcgetattr(fd)
         try:
             tty.setcbreak(fd)
-            text = os.read(fd, 1024).decode("utf-8", "replace")
+            self.pending += os.read(fd, 1024).decode("utf-8", "replace")
         finally:
             termios.tcsetattr(fd, termios.TCSADRAIN, old)
             sys.stderr.write("\r\x1b[K")
-    if not text:
-        return "quit", ""
-    key = text if text.startswith("\x1b[") else text[0].lower()
-    return KEYS.get(key[:3] if key.startswith("\x1b[") else key, "unknown"), text[1:]
+
+    def key(self, prompt: str) -> str:
+        """The next action (a value of KEYS, "unknown" or "quit" at the end of input)."""
+        if not self.pending:
+            sys.stderr.write(prompt)
+            sys.stderr.flush()
+            self.fill()
+        if not self.pending:
+            return "quit"
+        if self.pending.startswith("\x1b[") and len(self.pending) >= 3:
+            key, self.pending = self.pending[:3], self.pending[3:]
+        else:
+            key, self.pending = self.pending[0].lower(), self.pending[1:]
+        return KEYS.get(key, "unknown")
+
+    def line(self, prompt: str) -> str | None:
+        """The rest of a line: what the burst already holds up to its newline, else that and a line read
+        now (echoed, with editing). None at the end of input."""
+        if "\n" in self.pending or "\r" in self.pending:
+            head, _, self.pending = self.pending.replace("\r\n", "\n").replace("\r", "\n").partition("\n")
+            return head
+        head, self.pending = self.pending, ""
+        sys.stderr.write(prompt + head)
+        sys.stderr.flush()
+        typed = sys.stdin.readline()
+        return None if not typed and not head else head + typed.rstrip("\n")
 
 
 class Tour:
@@ -154,6 +204,7 @@ class Tour:
         self.w, self.con, self.p, self.pause, self.quiz = walk, con, precision, pause, quiz
         self.asked: set[int] = set()
         self.right = self.answered = 0
+        self.keys = KeyReader()
 
     def say(self, key: str, **kw) -> None:
         sys.stderr.write(self.text(key, **kw) + "\n")
@@ -192,7 +243,7 @@ class Tour:
         from attncalc.walk import cell
 
         while True:
-            action, rest = read_key(self.text("keys") + " ")
+            action = self.keys.key(self.text("keys") + " ")
             if action == "next":
                 return k + 1
             if action == "quit":
@@ -202,15 +253,9 @@ class Tour:
                     return k - 1
                 self.say("first")
             elif action == "cell":
-                if "\n" in rest or "\r" in rest:
-                    line = rest.splitlines()[0]
-                else:
-                    sys.stderr.write(self.text("cell_prompt") + rest)
-                    sys.stderr.flush()
-                    typed = sys.stdin.readline()
-                    if not typed:
-                        return None
-                    line = rest + typed
+                line = self.keys.line(self.text("cell_prompt"))
+                if line is None:
+                    return None
                 try:
                     label, exp = cell(self.w, self.w.screens[k], line.strip())
                     print_explanation(self.con, label, exp, self.p)
@@ -238,10 +283,8 @@ class Tour:
         label, true = label_of(node, idx), float(value[idx])
         verdict = None
         while True:
-            sys.stderr.write(self.text("quiz_ask", label=label))
-            sys.stderr.flush()
-            line = sys.stdin.readline()
-            if not line:  # no more answers (end of input): the quiz stops, the walk goes on
+            line = self.keys.line(self.text("quiz_ask", label=label))
+            if line is None:  # no more answers (end of input): the quiz stops, the walk goes on
                 self.quiz = False
                 return before
             if not line.strip():

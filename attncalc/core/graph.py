@@ -183,3 +183,11 @@ class Graph:
             return Expansion([["given"]], v, "a value you supplied" if name in self.given else "a fixture weight")
         vals = [inputs[i] if inputs and i in inputs else self.value(i) for i in node.inputs]
         return node.op.explain(vals, idx, tuple(self.is_given(i) for i in node.inputs))
+
+    def operands(self, name: str, idx: tuple) -> list[tuple[str, tuple]]:
+        """The input cells of `name`[idx], as (input name, index of ints and slices); none for a given tensor."""
+        node = self.node(name)
+        if node.is_leaf or name in self.given:
+            return []
+        shapes = [np.shape(self.value(i)) for i in node.inputs]
+        return [(node.inputs[k], index) for k, index in node.op.operands(shapes, tuple(idx))]

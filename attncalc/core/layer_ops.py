@@ -80,6 +80,9 @@ class Activation(Op):
         v = float(ACTIVATIONS[self.fn](np.array(x)))
         return Expansion([[Call(self.fn, given(x, g[0])), "=", v]], v)
 
+    def operands(self, shapes, idx):
+        return [(0, tuple(idx))]
+
 
 class SwiGLU(Op):
     """silu(gate) ⊙ up."""
@@ -91,6 +94,9 @@ class SwiGLU(Op):
         a, b = float(xs[0][idx]), float(xs[1][idx])
         s = float(ACTIVATIONS["silu"](np.array(a)))
         return Expansion([[Call("silu", a), "×", b, "=", s, "×", b, "=", s * b]], s * b)
+
+    def operands(self, shapes, idx):
+        return [(0, tuple(idx)), (1, tuple(idx))]
 
 
 def _mean_line(row):
@@ -125,6 +131,10 @@ class LayerNorm(Op):
         result = ["x̂", "×", "γ", "+", "β", "=", xhat, "×", given(gamma[j], g[1]), "+", given(beta[j], g[2]), "=", out]
         return Expansion([result, first, second, third], out)  # the result, then where its numbers come from
 
+    def operands(self, shapes, idx):
+        i, j = idx
+        return [(0, (i, slice(None))), (1, (j,)), (2, (j,))]  # the row gives μ and σ²
+
 
 class RMSNorm(Op):
     """x / √(mean(x²) + ε) · γ per row."""
@@ -156,6 +166,10 @@ class RMSNorm(Op):
         ]
         return Expansion([second, first], out)  # the result, then where mean(x²) comes from
 
+    def operands(self, shapes, idx):
+        i, j = idx
+        return [(0, (i, slice(None))), (1, (j,))]
+
 
 def log_softmax(z: np.ndarray) -> np.ndarray:
     """log p, computed stably from logits (as torch.nn.functional.cross_entropy)."""
@@ -181,6 +195,10 @@ class NegLogLikelihood(Op):
             Note("note.label_at", i=i, label=self.names[i]),
         )
 
+    def operands(self, shapes, idx):
+        (i,) = idx
+        return [(0, (int(self.rows[i]), slice(None)))]  # log p needs the whole row of logits
+
 
 class Mean(Op):
     """The mean of a vector (the loss over positions)."""
@@ -192,3 +210,6 @@ class Mean(Op):
         v = xs[0]
         m = float(v.mean())
         return Expansion([["("] + sum_of([float(x) for x in v], 0)[:-2] + [")", "/", Given(v.size), "=", m]], m)
+
+    def operands(self, shapes, idx):
+        return [(0, (slice(None),))]

@@ -39,6 +39,11 @@ class Op:
     def explain(self, xs, idx, given_) -> Expansion:
         raise NotImplementedError
 
+    def operands(self, shapes, idx) -> list[tuple[int, tuple]]:
+        """The input cells cell `idx` is computed from, as (input position, index): an index holds ints
+        and slices (a whole row or column), so a screen can light them up without reading any value."""
+        raise NotImplementedError
+
 
 class Lookup(Op):
     """X[i] = table[ids[i]] (× scale): embedding rows, or learned positions."""
@@ -57,6 +62,10 @@ class Lookup(Op):
             line += ["×", given(self.scale, True), "=", float(v * self.scale)]
         return Expansion([line], float(v * self.scale), Note("note.row_of", label=self.labels[i], table=self.table))
 
+    def operands(self, shapes, idx):
+        i, j = idx
+        return [(0, (int(self.ids[i]), j))]
+
 
 class Identity(Op):
     """A tensor passed on unchanged (H = X when no position is added)."""
@@ -71,6 +80,9 @@ class Identity(Op):
         v = float(xs[0][idx])
         return Expansion([[given(v, g[0])]], v, self.note)
 
+    def operands(self, shapes, idx):
+        return [(0, tuple(idx))]
+
 
 class Add(Op):
     """a + b (residuals, H = X + PE)."""
@@ -82,6 +94,9 @@ class Add(Op):
     def explain(self, xs, idx, g):
         a, b = float(xs[0][idx]), float(xs[1][idx])
         return Expansion([sum_of([given(a, g[0]), given(b, g[1])], a + b)], a + b)
+
+    def operands(self, shapes, idx):
+        return [(0, tuple(idx)), (1, tuple(idx))]
 
 
 class Affine(Op):
@@ -115,6 +130,12 @@ class Affine(Op):
             line = line[:-2] + ["+", given(bias, g[2]), "=", y + bias]
             y += bias
         return Expansion([line], y)
+
+    def operands(self, shapes, idx):
+        i, j = idx
+        weight = (j, slice(None)) if self.transpose else (slice(None), j)  # column j of W (row j of a tied E)
+        bias = [(2, (j,))] if len(shapes) > 2 and shapes[2] is not None else []
+        return [(0, (i, slice(None))), (1, weight)] + bias
 
 
 class Scores(Op):
@@ -158,6 +179,12 @@ class Scores(Op):
         note = Note("note.kv_head", head=head, kv=head // (self.h // self.g)) if self.h != self.g else ""
         return Expansion([sum_of_products(pairs, v)], v, note)
 
+    def operands(self, shapes, idx):
+        head, i, j = (0, *idx) if self.h == 1 else idx
+        dk = shapes[0][1] // self.h
+        kv = head // (self.h // self.g)
+        return [(0, (i, slice(head * dk, (head + 1) * dk))), (1, (j, slice(kv * dk, (kv + 1) * dk)))]
+
 
 class Scale(Op):
     """S·c (+ a bias such as ALiBi's)."""
@@ -182,6 +209,12 @@ class Scale(Op):
             line += ["+", b]
             v += b
         return Expansion([line + ["=", v]], v)
+
+    def operands(self, shapes, idx):
+        out = [(0, tuple(idx))]
+        if len(shapes) > 1:
+            out.append((1, (0, *idx) if len(shapes[1]) == 3 and len(idx) == 2 else tuple(idx)))
+        return out
 
 
 class Mask(Op):
@@ -209,6 +242,9 @@ class Mask(Op):
             return Expansion([["M = 1", "→", given(v, g[0])]], v)
         n, m = xs[0].shape[-2:]
         return Expansion([["M = 0", "→", "−∞"]], -math.inf, self.reasons(i, j, m, n))
+
+    def operands(self, shapes, idx):
+        return [(0, tuple(idx)), (1, tuple(idx[-2:]))]
 
 
 # A row of computed scores whose maximum is larger is written out as e^(x − max): e^x of a rounded x
@@ -248,6 +284,9 @@ class Softmax(Op):
         note = Note("note.softmax_shift", shift=f"{shift:g}") if shift else ""
         return Expansion([first, ["=", *second], ["=", float(vals[j]), "/", total, "=", out]], out, note)
 
+    def operands(self, shapes, idx):
+        return [(0, (*idx[:-1], slice(None)))]  # the whole row: its sum is the denominator
+
 
 class Attend(Op):
     """O[i, head·d_v + c] = Σ_j A[head, i, j] · V[j, kv(head)·d_v + c], heads concatenated."""
@@ -277,3 +316,10 @@ class Attend(Op):
         v = float(a3[head, i] @ vh[head, :, c])
         note = Note("note.attend_head", head=head, c=c) if self.h > 1 else ""
         return Expansion([sum_of_products(pairs, v)], v, note)
+
+    def operands(self, shapes, idx):
+        i, col = idx
+        dv = shapes[1][1] // self.g
+        head, c = divmod(col, dv)
+        row = (i, slice(None)) if len(shapes[0]) == 2 else (head, i, slice(None))
+        return [(0, row), (1, (slice(None), head // (self.h // self.g) * dv + c))]

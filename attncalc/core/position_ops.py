@@ -49,6 +49,9 @@ class Sinusoidal(Op):
             Note("note.pe_cell", pos=pos, i=two_i // 2),
         )
 
+    def operands(self, shapes, idx):
+        return []  # a function of the position alone: the input only gives the size
+
 
 class MaskMatrix(Op):
     """M[i, j] = 1 where query i may look at key j; its input (the scores) gives n and m.
@@ -93,6 +96,9 @@ class MaskMatrix(Op):
             why or Note("note.visible_to", kind=Note("mask." + self.kind), q=i, k=j),
         )
 
+    def operands(self, shapes, idx):
+        return []  # the positions (and pad tokens) decide: the scores only give the size
+
 
 class Angles(Op):
     """RoPE angles [n, d_k/2] = position × inv_freq_j; its input gives n."""
@@ -111,6 +117,9 @@ class Angles(Op):
             v,
             Note("note.inv_freq", j=j, two_j=2 * j),
         )
+
+    def operands(self, shapes, idx):
+        return []  # a function of the position alone: the input only gives the size
 
 
 class Rope(Op):
@@ -176,6 +185,13 @@ class Rope(Op):
         )
         return Expansion([line + ["=", v], rotation, numbers], v, note)
 
+    def operands(self, shapes, idx):
+        i, col = idx
+        dk = shapes[0][1] // self.h
+        head, c = divmod(col, dk)
+        p, partner, _ = positions.rope_pair(c, dk, self.layout)
+        return [(0, (i, head * dk + c)), (0, (i, head * dk + partner)), (1, (i, p))]
+
 
 class Alibi(Op):
     """ALiBi bias[h, i, j] = −slope_h · (i − j); its input (the scores) gives h, n, m."""
@@ -199,3 +215,6 @@ class Alibi(Op):
             v,
             Note("note.alibi_" + ("self" if qi == j else "before" if j < qi else "after"), head=head, d=abs(qi - j)),
         )
+
+    def operands(self, shapes, idx):
+        return []  # slope × distance: the scores only give the size

@@ -244,6 +244,7 @@ TEXTS = {
     "note.alibi_before": "slope of head {head}; the key is before the query (distance {d}): a penalty that grows with the distance",
     "note.alibi_after": "slope of head {head}; the key is after the query (distance {d}): without a causal mask the bias here is positive, a bonus that grows with the distance (ALiBi is meant for causal attention, where such keys are masked)",
     "note.label_at": "the label at position {i} is {label}",
+    "note.cached_row": "row {i} was cached at an earlier step: not recomputed",
     "note.appended": "computed at this step and appended to the cache",
     "note.cache_start": "the cache starts with these rows",
     # ---- zh area: generate's panel and tables ----
@@ -343,4 +344,16 @@ TEXTS = {
     "cmp.shapes": "shape {left} on the left, {right} on the right",
     "cmp.same": "same on both sides",
     "cmp.changed": "max |Δ| = {diff}, {k} of {total} cells changed",
+    # tui: the full-screen walk (issue 13)
+    "tui.keys": "n next · b back · ←↑↓→ cell · Tab matrix · c cell · j step · l 中文 · ? help · q quit",
+    "tui.help": "n, space or Enter: next step (Enter on a matrix of an earlier step goes to that step) · b: back · arrows: move the cursor; Tab / Shift-Tab: the next matrix; the mouse works too · c: type a cell (爱,0 or K:你,1) · j: jump to a step (a number or a stage name) · l: English / 中文 · q: quit · Ctrl-C: stop",
+    "tui.cell_prompt": "cell: ROW,COL or TENSOR:ROW,COL, then Enter (Esc cancels)",
+    "tui.step_prompt": "step: a number from 1 to {n} or a stage ({stages}), then Enter",
+    "tui.quiz_prompt": "Quiz: compute {label} yourself; type your answer and Enter (Enter alone skips).",
+    "tui.quiz_score": "quiz {right}/{asked}",
+    "tui.lit": "lit up: {cells}",
+    "tui.given": "{label} = {value}",
+    "tui.summary": "attncalc walk: {seen} of {n} steps seen.",
+    "tui.no_step": "a step number from 1 to {n} or a stage of this walk",
+    "tui.made_here": "made on step {k}: Enter goes there",
 }

@@ -244,6 +244,7 @@ TEXTS = {
     "note.alibi_before": "第 {head} 个头的斜率；键在查询之前（距离 {d}）：距离越远，惩罚越大",
     "note.alibi_after": "第 {head} 个头的斜率；键在查询之后（距离 {d}）：没有因果掩码时这里的偏置为正，距离越远加分越多（ALiBi 本来用于因果注意力，这样的键会被屏蔽）",
     "note.label_at": "位置 {i} 的标签是 {label}",
+    "note.cached_row": "第 {i} 行在之前的某一步已经算好并存入缓存：这里不再重算",
     "note.appended": "在这一步算出，并追加到缓存中",
     "note.cache_start": "缓存以这些行开始",
     # ---- zh 部分：generate 的面板和表格 ----
@@ -343,4 +344,16 @@ TEXTS = {
     "cmp.shapes": "形状不同：左边 {left}，右边 {right}",
     "cmp.same": "两边相同",
     "cmp.changed": "最大 |Δ| = {diff}，{total} 个格子中有 {k} 个变化",
+    # tui: the full-screen walk (issue 13)
+    "tui.keys": "n 下一步 · b 上一步 · ←↑↓→ 格子 · Tab 矩阵 · c 格子 · j 跳转 · l English · ? 帮助 · q 退出",
+    "tui.help": "n、空格或回车：下一步（光标在前面步骤的矩阵上时，回车跳到算出它的那一步）· b：上一步 · 方向键：移动光标；Tab / Shift-Tab：下一个矩阵；也可以用鼠标 · c：输入一个格子（爱,0 或 K:你,1）· j：跳到某一步（步号或阶段名）· l：English / 中文 · q：退出 · Ctrl-C：中止",
+    "tui.cell_prompt": "格子：行,列 或 张量:行,列，然后回车（Esc 取消）",
+    "tui.step_prompt": "跳到：1 到 {n} 的步号，或阶段名（{stages}），然后回车",
+    "tui.quiz_prompt": "小测验：请自己算出 {label}，输入答案后回车（直接回车跳过）。",
+    "tui.quiz_score": "小测验 {right}/{asked}",
+    "tui.lit": "高亮的输入：{cells}",
+    "tui.given": "{label} = {value}",
+    "tui.summary": "attncalc 逐步讲解：共 {n} 步，看了 {seen} 步。",
+    "tui.no_step": "1 到 {n} 的步号，或本讲解中的阶段名",
+    "tui.made_here": "在第 {k} 步算出：按回车跳过去",
 }

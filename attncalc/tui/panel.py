@@ -1,0 +1,73 @@
+"""The panel of the full-screen walk: the arithmetic of the cell under the cursor (the Expansion every
+renderer uses, as `render/text.py` writes it), wrapped at operators to the panel's width."""
+
+from __future__ import annotations
+
+import os
+
+from rich.cells import cell_len
+from rich.text import Text
+
+from attncalc import texts
+from attncalc.render.text import expansion_lines, fmt
+from attncalc.texts import wrap
+from attncalc.tui.grid import Matrix
+from attncalc.walk import Walk, label_of, made_by
+
+OPERATORS = {"+", "−", "-", "=", "/", "×", "·"}
+
+
+def wrap_arithmetic(text: str, width: int, indent: int) -> list[str]:
+    """Lines of at most `width` cells where they can be, broken at the spaces around operators: an operator
+    and its operand stay together, starting the continuation line (`+ 1.540×0`, indented by `indent`), so
+    no line ends with an operator or holds one alone. Leading spaces are kept."""
+    body = text.lstrip(" ")
+    units = []  # words, each operator joined to the word after it
+    for word in body.split(" "):
+        if units and units[-1] in OPERATORS:
+            units[-1] += " " + word
+        else:
+            units.append(word)
+    room = max(8, width - indent)
+    units = [piece for unit in units for piece in (wrap(unit, room) if cell_len(unit) > room else [unit])]
+    lines, cur = [], text[: len(text) - len(body)]
+    for unit in units:
+        candidate = f"{cur} {unit}" if cur.strip() else cur + unit
+        if cur.strip() and cell_len(candidate) > width:
+            lines.append(cur)
+            cur = " " * indent + unit
+        else:
+            cur = candidate
+    return lines + [cur]
+
+
+def wrapped(label: str, lines: list[str], width: int) -> list[str]:
+    """`label = ` and the first line; the continuation lines (they start with "=") under the first one."""
+    width, indent = max(20, width), cell_len(label) + 1
+    out = []
+    for k, line in enumerate(lines):
+        text = f"{label} = {line}" if k == 0 else " " * indent + line
+        out += wrap_arithmetic(text, width, indent + 2)
+    return out
+
+
+def arithmetic(walk: Walk, matrix: Matrix, idx: tuple, width: int) -> Text:
+    """`Q[爱, 1] = …` for a tensor's cell, then where it comes from; a generation step's cell as its value."""
+    lang, graph, p = walk.lang, walk.session.graph, walk.precision
+    v = matrix.view
+    if matrix.role == "ready":
+        i, j = idx[-2:] if len(idx) > 1 else (0, idx[-1])
+        label = f"{v.title.split()[0]}[{v.row_labels[i]}, {v.col_labels[j]}]"
+        return Text(texts.t("tui.given", lang, label=label, value=fmt(float(v.matrix[i, j]), p)))
+    label = label_of(graph.node(matrix.name), idx)
+    lines = wrapped(label, expansion_lines(graph.explain(matrix.name, idx), p), width)
+    made = made_by(walk, matrix.name)
+    if matrix.role == "input" and made is not None:
+        lines.append(texts.t("tui.made_here", lang, k=made + 1))
+    return Text("\n".join(lines))
+
+
+def light_background() -> bool:
+    """True when the terminal says its background is light (COLORFGBG="0;15", as rxvt, Konsole, iTerm2 set it)."""
+    background = os.environ.get("COLORFGBG", "").rpartition(";")[2]
+    return background.isdigit() and int(background) in (7, 15)
