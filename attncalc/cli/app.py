@@ -106,6 +106,11 @@ def stage_command(stage: str):
         v: o.V = None,
         scores: o.Scores = None,
         weights: o.Weights = None,
+        model: o.ModelPath = None,
+        text: o.Text = None,
+        ids: o.Ids = None,
+        layer: o.Layer = None,
+        head: o.Head = None,
         debug: o.Debug = False,
     ):
         def run():
@@ -127,6 +132,7 @@ def stage_command(stage: str):
                 sets,
                 dict(x=x, wq=wq, wk=wk, wv=wv, wo=wo, q=q, k=k, v=v, scores=scores, weights=weights),
             )
+            o.checkpoint_fields(req, model=model, text=text, ids=ids, layer=layer, head=head)
             session = open_session(req)
             names = [n.strip() for n in only.split(",")] if only else None
             values = evaluate(session, None if cell else names)  # --only: compute (and hold) only those

@@ -102,6 +102,50 @@ Set = Annotated[
         show_default=False,
     ),
 ]
+CHECKPOINT = 'Real model (pip install "attncalc[models]")'
+ModelPath = Annotated[
+    Optional[str],
+    typer.Option(
+        "--model",
+        help="A Hugging Face model folder, a .gguf file, or a repo id in the local HF cache.",
+        rich_help_panel=CHECKPOINT,
+        show_default=False,
+    ),
+]
+Text = Annotated[
+    Optional[str],
+    typer.Option(
+        "--text", help="Text for --model, read by its own tokenizer.", rich_help_panel=CHECKPOINT, show_default=False
+    ),
+]
+Ids = Annotated[
+    Optional[str],
+    typer.Option(
+        "--ids", help='Token ids for --model, e.g. "101 1045 102".', rich_help_panel=CHECKPOINT, show_default=False
+    ),
+]
+Layer = Annotated[
+    Optional[int],
+    typer.Option(
+        "--layer",
+        min=0,
+        help="Show layer N's self-attention (its real input).",
+        rich_help_panel=CHECKPOINT,
+        show_default=False,
+    ),
+]
+Head = Annotated[
+    Optional[int],
+    typer.Option("--head", min=0, help="Show one head only.", rich_help_panel=CHECKPOINT, show_default=False),
+]
+
+
+def checkpoint_fields(req, model=None, text=None, ids=None, layer=None, head=None):
+    """The real-model options of a command line onto its Request."""
+    req.model, req.text, req.ids, req.layer, req.head = model, text, ids, layer, head
+    return req
+
+
 Debug = Annotated[bool, typer.Option("--debug", help="Show the Python traceback of an error.", hidden=True)]
 
 

@@ -73,6 +73,12 @@ def to_array(value, path: str, allow_neg_inf: bool = False) -> np.ndarray:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _scan_bad_number(value, path, allow_neg_inf)
         return np.asarray(float(value))
+    if hasattr(value, "__array__"):  # an array, or a checkpoint weight read on first use
+        arr = np.asarray(value)
+        arr = arr if arr.dtype == np.float32 else arr.astype(float, copy=False)  # float32 weights stay
+        if not np.isfinite(arr).all():
+            raise InputError(path, "finite numbers", "NaN or ∞ in the weights")
+        return arr
     if not isinstance(value, list):
         raise InputError(path, "a list of numbers", describe(value))
     _check_rectangular(value, path)

@@ -56,6 +56,12 @@ class Request:
     block: str | None = None
     heads: int | None = None
     kv_heads: int | None = None
+    # a real checkpoint (inputs/checkpoints): --model PATH with --text or --ids; --layer N, --head H
+    model: str | None = None
+    text: str | None = None
+    ids: str | None = None
+    layer: int | None = None
+    head: int | None = None
 
 
 @dataclass
@@ -68,6 +74,7 @@ class Session:
     options: dict
     passthrough: dict  # tensors of the input document the graph does not make (kept, SPEC §5)
     tokens: dict
+    reference: dict | None = None  # what a document keeps instead of the fixture (a model's files, ids)
 
 
 def read_text(path: str) -> str:
@@ -155,7 +162,15 @@ def check_shape(node, value, where: str) -> None:
 
 
 def open_session(req: Request) -> Session:
-    raw, source, strict, doc = _source(req)
+    from attncalc.inputs.checkpoints.source import from_reference, is_reference, model_input
+
+    opened = model_input(req.model, req.text, req.ids)  # None without --model
+    if opened and (req.example or req.fixture or req.document):
+        raise InputError("--model", "one input (--model, --example, --fixture or a document)", "more than one")
+    raw, source, strict, doc = (opened[0], opened[1], True, None) if opened else _source(req)
+    reference = opened[2] if opened else None
+    if doc and is_reference(doc["fixture"]):
+        raw, _, reference = from_reference(doc["fixture"], source)
     doc_options = dict(doc.get("options") or {}) if doc else {}
     block = req.block or doc_options.get("block")
     path = block or "attention"
@@ -189,14 +204,20 @@ def open_session(req: Request) -> Session:
             "kind": req.kind or doc_options.get("kind"),
             "scale": req.scale if req.scale is not None else doc_options.get("scale"),
             "block": block,
+            "layer": req.layer if req.layer is not None else doc_options.get("layer"),
+            "head": req.head if req.head is not None else doc_options.get("head"),
         }.items()
         if v is not None
     }
     d_k = None
     if "Q" in given:
         d_k = given["Q"].shape[1] // (req.heads or 1)
-    fx = Fixture(raw, source if source != "inline" else "", strict, prefix="fixture." if doc else "")
-    graph = build(fx, req.stage, Options(options.get("kind"), options.get("scale"), block, d_k))
+    fx = Fixture(raw, source if source != "inline" else "", strict, prefix="fixture." if doc and not reference else "")
+    graph = build(
+        fx,
+        req.stage,
+        Options(options.get("kind"), options.get("scale"), block, d_k, layer=options.get("layer")),
+    )
     passthrough = {}
     last = STAGES.index(req.stage)
     for name, value in (doc.get("tensors") if doc else {}).items():
@@ -211,7 +232,7 @@ def open_session(req: Request) -> Session:
             raise InputError("--" + name.lower(), "a tensor this stage uses", name)
         graph.give(name, value)
     tokens = {"source": fx.get("source") or [], "target": fx.get("target") or []}
-    return Session(raw, source, graph, req.stage, strict, options, passthrough, tokens)
+    return Session(raw, source, graph, req.stage, strict, options, passthrough, tokens, reference)
 
 
 def evaluate(session: Session, names: list[str] | None = None) -> dict[str, np.ndarray]:

@@ -87,7 +87,7 @@ def document(session: Session, values: dict, only: list[str] | None) -> dict:
         if n in g.nodes and (g.nodes[n].rows or g.nodes[n].cols)
     }
     return make_document(
-        session.fixture,
+        session.reference or session.fixture,
         session.stage,
         session.tokens,
         tensors,
