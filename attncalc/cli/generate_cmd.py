@@ -117,7 +117,7 @@ def _model(req, scale):
         raise InputError(
             "input", "a fixture with a decoder (--example woaini, --fixture FILE or a document)", "only inline matrices"
         )
-    prefix = "" if req.example or req.fixture else "fixture."
+    prefix = "" if req.example or req.fixture or session.reference else "fixture."
     return session, Model(session.fixture, session.source, prefix, Options(scale=scale), session.passthrough)
 
 
@@ -140,6 +140,9 @@ def register(app) -> None:
         lang: o.Lang = None,
         scale: o.Scale = None,
         sets: o.Set = None,
+        model: o.ModelPath = None,
+        text: o.Text = None,
+        ids: o.Ids = None,
         debug: o.Debug = False,
     ):
         def run():
@@ -153,22 +156,23 @@ def register(app) -> None:
             req = Request(
                 stage="embed", example=example, fixture=fixture, document=document, sets=list(sets or []), scale=scale
             )
-            session, model = _model(req, scale)
+            o.checkpoint_fields(req, model=model, text=text, ids=ids)
+            session, decoder = _model(req, scale)
             from attncalc.decoding import generate as run_generation
             from attncalc.render import steps as render
 
-            result = run_generation(model, settings)
+            result = run_generation(decoder, settings)
             for message in session.graph.warnings:
                 sys.stderr.write(f"attncalc: warning: {message}\n")
             names = [n.strip() for n in only.split(",") if n.strip()] if only else None
             kind = resolve_format(fmt)
             if kind == "json":
-                sys.stdout.write(render.json_text(session, model, result, names) + "\n")
+                sys.stdout.write(render.json_text(session, decoder, result, names) + "\n")
             elif names is not None:
                 raise InputError("--only", "-f json (tables always show each step's main tensors)", repr(only))
             elif kind == "table":
-                render.print_generation(model, result, precision)
+                render.print_generation(decoder, result, precision)
             else:
-                sys.stdout.write(render.notes_text(model, result, precision, latex=kind == "latex") + "\n")
+                sys.stdout.write(render.notes_text(decoder, result, precision, latex=kind == "latex") + "\n")
 
         o.guarded(run, debug)
