@@ -101,16 +101,21 @@ def stage_range(start: str | None, end: str | None) -> tuple[int, int]:
     return lo, hi
 
 
-def open_walk(example=None, fixture=None, sets=(), lang="en", start=None, end=None, precision=3) -> Walk:
-    """Build the deepest stage the input supports (up to --to) and the screens from --from on."""
+def open_walk(
+    example=None, fixture=None, sets=(), lang="en", start=None, end=None, precision=3, model: dict | None = None
+) -> Walk:
+    """Build the deepest stage the input supports (up to --to) and the screens from --from on. `model`:
+    the real-checkpoint fields of a Request (model, text, ids)."""
     lo, hi = stage_range(start, end)
-    if not (example or fixture):
+    model = {k: v for k, v in (model or {}).items() if v is not None}
+    if not (example or fixture or model):
         raise InputError("input", "--example NAME (woaini, wochiyu) or --fixture FILE", "nothing")
     top = min(hi, len(STAGES) - 1)
     error = None
     for k in range(top, -1, -1):
         try:
-            session = open_session(Request(stage=STAGES[k], example=example, fixture=fixture, sets=list(sets)))
+            req = Request(stage=STAGES[k], example=example, fixture=fixture, sets=list(sets), **model)
+            session = open_session(req)
             values = evaluate(session)
             break
         except InputError as e:
@@ -119,7 +124,7 @@ def open_walk(example=None, fixture=None, sets=(), lang="en", start=None, end=No
         raise error
     if k < min(lo, top):
         raise error
-    name = example or fixture
+    name = example or fixture or session.source
     walk = Walk(session, values, make_screens(session, values, lang, lo, hi), lang, name)
     if k < top:
         walk.notes.append(texts.ui("stopped", lang, stage=STAGES[k], name=name, reason=str(error)))

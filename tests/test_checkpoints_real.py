@@ -9,7 +9,6 @@ import os
 
 import numpy as np
 import pytest
-
 from conftest import doc
 
 pytest.importorskip("safetensors")
@@ -177,4 +176,4 @@ def test_walk_on_minilm_summarises_its_screens(cli):
     r = cli("walk", "--model", MINILM, "--text", "I love you", "--no-pause")
     assert r.exit_code == 0, r.output
     assert "love" in r.output and "enc.5" in r.output
-    assert len(r.output) < 400_000
+    assert len(r.output) < 1_000_000  # 46 screens, every large matrix summarised

@@ -56,6 +56,10 @@ def register(app: typer.Typer) -> None:
         heads: o.Heads = None,
         kv_heads: o.KvHeads = None,
         sets: o.Set = None,
+        model: o.ModelPath = None,
+        text: o.Text = None,
+        ids: o.Ids = None,
+        layer: o.Layer = None,
         debug: o.Debug = False,
     ):
         """Check your own hand-computed matrices: each cell correct, carried forward, or a slip."""
@@ -72,14 +76,14 @@ def register(app: typer.Typer) -> None:
             check_choices(fmt, kind, lang)
             if fmt == "latex":
                 raise InputError("--format", "auto, table, json or markdown for check", repr(fmt))
-            if worksheet == "-" and not (example or fixture):
+            if worksheet == "-" and not (example or fixture or model):
                 raise InputError(
                     "WORKSHEET",
                     "a file path when the model comes from standard input (or give "
                     "--example / --fixture and pipe the worksheet)",
                     "-",
                 )
-            if not (example or fixture) and (sys.stdin is None or sys.stdin.isatty()):
+            if not (example or fixture or model) and (sys.stdin is None or sys.stdin.isatty()):
                 raise InputError(
                     "model",
                     "--example NAME, --fixture FILE or a pipe document on standard input",
@@ -98,6 +102,7 @@ def register(app: typer.Typer) -> None:
                 kv_heads=kv_heads,
                 sets=list(sets or []),
             )
+            o.checkpoint_fields(req, model=model, text=text, ids=ids, layer=layer)
             session = open_session(req)
             report = check_sheets(session.graph, sheets, tol, precision)
             out = resolve_format(fmt)

@@ -55,6 +55,9 @@ def walk(
     quiz: Quiz = False,
     no_pause: NoPause = False,
     export: Export = None,
+    model: o.ModelPath = None,
+    text: o.Text = None,
+    ids: o.Ids = None,
     debug: o.Debug = False,
 ):
     def run():
@@ -71,7 +74,16 @@ def walk(
             raise InputError("--export", "a file name ending in .html or .svg", repr(export))
         from attncalc.walk import markdown, open_walk
 
-        w = open_walk(example, fixture, sets or [], lang or texts.default_lang(), start, end, precision)
+        w = open_walk(
+            example,
+            fixture,
+            sets or [],
+            lang or texts.default_lang(),
+            start,
+            end,
+            precision,
+            model=dict(model=model, text=text, ids=ids),
+        )
         for message in w.session.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")
         if fmt == "markdown":

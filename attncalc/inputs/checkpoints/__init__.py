@@ -28,9 +28,27 @@ class Checkpoint:
     tensors: object  # SafetensorsFiles or GGUFFile: names() and get(name) -> Lazy
     tokenizer: object | None  # tokens.TextTokenizer
     gguf_architecture: str | None = None
+    _weights: dict | None = None
 
     def fixture(self, ids: list[int]) -> dict:
-        """The fixture of this model reading the token ids `ids` (weights unread until used)."""
+        """The fixture of this model reading the token ids `ids` (weights unread until used). Every call
+        shares the same `Lazy` weights (each read once per process) in a fresh tree of dicts and lists,
+        so `--set` on one fixture never changes another."""
+        if self._weights is None:
+            self._weights = self._map_weights()
+        labels = self.labels()
+        for k, i in enumerate(ids):
+            if not 0 <= i < len(labels):
+                raise InputError(f"--ids[{k}]", f"a token id from 0 to {len(labels) - 1}", str(i))
+        special = {
+            role: labels[i]
+            for role, i in (("bos", self.config.get("bos_token_id")), ("eos", self.config.get("eos_token_id")))
+            if isinstance(i, int) and 0 <= i < len(labels)
+        }
+        tree = _copy_tree(self._weights)
+        return {**tree, "vocab": labels, "source": [labels[i] for i in ids], "target": [], "special": special}
+
+    def _map_weights(self) -> dict:
         from attncalc.inputs.checkpoints import bert, llama
 
         model_type = self.config.get("model_type")
@@ -43,16 +61,7 @@ class Checkpoint:
             raise InputError(
                 f"{self.path}: model_type", f"an architecture attncalc maps ({supported})", repr(model_type)
             )
-        labels = self.labels()
-        for k, i in enumerate(ids):
-            if not 0 <= i < len(labels):
-                raise InputError(f"--ids[{k}]", f"a token id from 0 to {len(labels) - 1}", str(i))
-        special = {
-            role: labels[i]
-            for role, i in (("bos", self.config.get("bos_token_id")), ("eos", self.config.get("eos_token_id")))
-            if isinstance(i, int) and 0 <= i < len(labels)
-        }
-        return {**raw, "vocab": labels, "source": [labels[i] for i in ids], "target": [], "special": special}
+        return raw
 
     def labels(self) -> list[str]:
         size = self.config.get("vocab_size") or 0
@@ -69,6 +78,15 @@ class Checkpoint:
                 f"none in {self.path}; give --ids instead",
             )
         return self.tokenizer.encode(text)
+
+
+def _copy_tree(value):
+    """Dicts and lists copied, weights (and other leaves) shared."""
+    if isinstance(value, dict):
+        return {k: _copy_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_tree(v) for v in value]
+    return value
 
 
 def _require_extra():
