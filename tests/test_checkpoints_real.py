@@ -122,7 +122,7 @@ def smol_reference():
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
     folder, name = os.path.split(SMOL)
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name).float().eval()
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32).eval()
     return torch, model, transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
 
 

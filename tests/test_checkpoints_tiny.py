@@ -1,0 +1,141 @@
+"""Tiny random checkpoints written with transformers' save_pretrained (safetensors) and read back through
+--model: LLaMA (GQA, linear RoPE scaling, separate output), Qwen2 (q/k/v biases, tied embeddings) and BERT.
+Every logit / hidden state must equal transformers' (1e-5 for the decoders, whose RMSNorm and rotary run in
+float32 inside transformers; 1e-9 for BERT)."""
+
+import numpy as np
+import pytest
+
+from conftest import doc
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("safetensors")
+pytest.importorskip("tokenizers")
+
+IDS = [3, 17, 5, 29, 8, 1]
+
+
+def save(model, path) -> str:
+    model.save_pretrained(path, safe_serialization=True)
+    return str(path)
+
+
+def attncalc_graph(path: str, stage: str, ids=IDS):
+    from attncalc.core.build_layers import build
+    from attncalc.core.fixture import Fixture
+    from attncalc.inputs.checkpoints import open_checkpoint
+
+    ckpt = open_checkpoint(path)
+    return build(Fixture(ckpt.fixture(ids), path), stage)
+
+
+def randomise(model, seed: int):
+    """Random weights everywhere (norms and biases too, so that a forgotten one shows)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.3 + (1.0 if p.ndim == 1 else 0.0))
+    return model
+
+
+def llama():
+    config = transformers.LlamaConfig(
+        vocab_size=40,
+        hidden_size=16,
+        intermediate_size=24,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 5000.0},
+        tie_word_embeddings=False,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
+    return transformers.LlamaForCausalLM(config)
+
+
+def qwen2():
+    config = transformers.Qwen2Config(
+        vocab_size=40,
+        hidden_size=16,
+        intermediate_size=24,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
+    return transformers.Qwen2ForCausalLM(config)
+
+
+@pytest.mark.parametrize("make", [llama, qwen2], ids=["llama", "qwen2"])
+def test_tiny_decoder_logits_equal_transformers(make, tmp_path):
+    model = randomise(make(), seed=1).eval()
+    path = save(model, tmp_path / "m")
+    if make is qwen2:
+        assert model.model.layers[0].self_attn.q_proj.bias is not None
+        assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    g = attncalc_graph(path, "decoder")
+    with torch.no_grad():
+        out = model.double()(torch.tensor([IDS]), output_hidden_states=True)
+    np.testing.assert_allclose(g.value("logits"), out.logits[0].numpy(), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(g.value("dec.0.D2"), out.hidden_states[1][0].numpy(), rtol=0, atol=1e-5)
+
+
+def test_tiny_decoder_layer_1_self_attention_on_its_real_input(tmp_path, cli):
+    model = randomise(qwen2(), seed=2).eval()
+    path = save(model, tmp_path / "m")
+    d = doc(cli("softmax", "--model", path, "--ids", " ".join(map(str, IDS)), "--layer", "1", "-f", "json"))
+    with torch.no_grad():
+        out = model.double()(torch.tensor([IDS]), output_attentions=True)
+    np.testing.assert_allclose(d["tensors"]["dec.1.self.A"], out.attentions[1][0].numpy(), rtol=0, atol=1e-5)
+    assert "dec.1.N1" in d["tensors"]  # pre-norm: layer 1 attends over its normed input
+
+
+def test_tiny_bert_hidden_states_equal_transformers(tmp_path):
+    config = transformers.BertConfig(
+        vocab_size=40,
+        hidden_size=16,
+        intermediate_size=24,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        max_position_embeddings=32,
+        layer_norm_eps=1e-12,
+        attn_implementation="eager",
+    )
+    model = randomise(transformers.BertModel(config), seed=3).eval()
+    path = save(model, tmp_path / "bert")
+    g = attncalc_graph(path, "encoder")
+    with torch.no_grad():
+        out = model.double()(torch.tensor([IDS]), output_hidden_states=True, output_attentions=True)
+    for i in range(3):
+        np.testing.assert_allclose(g.value(f"enc.{i}.H2"), out.hidden_states[i + 1][0].numpy(), rtol=0, atol=1e-9)
+        np.testing.assert_allclose(g.value(f"enc.{i}.A"), out.attentions[i][0].numpy(), rtol=0, atol=1e-9)
+
+
+def test_bad_checkpoints_exit_2_naming_the_problem(tmp_path, cli):
+    r = cli("qkv", "--model", str(tmp_path / "nowhere"), "--ids", "1 2")
+    assert r.exit_code == 2 and "nowhere" in r.output
+    r = cli("qkv", "--model", "someone/not-cached", "--ids", "1 2")
+    assert r.exit_code == 2 and "models--someone--not-cached" in r.output  # says where it looked
+    config = transformers.GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=20)
+    path = save(transformers.GPT2Model(config), tmp_path / "gpt2")
+    r = cli("qkv", "--model", path, "--ids", "1 2")
+    assert r.exit_code == 2 and "gpt2" in r.output
+    r = cli("qkv", "--model", path)
+    assert r.exit_code == 2 and "--text" in r.output and "--ids" in r.output
+    r = cli("qkv", "--ids", "1 2")
+    assert r.exit_code == 2 and "--model" in r.output
+
+
+def test_a_repo_id_resolves_from_the_local_cache(tmp_path, monkeypatch, cli):
+    model = randomise(qwen2(), seed=4).eval()
+    snapshot = tmp_path / "hub" / "models--tiny--qwen" / "snapshots" / "abc123"
+    save(model, snapshot)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    d = doc(cli("embed", "--model", "tiny/qwen", "--ids", "3 17", "-f", "json"))
+    np.testing.assert_allclose(d["tensors"]["X"], model.model.embed_tokens.weight[[3, 17]].detach().numpy())
