@@ -5,7 +5,6 @@ float32 inside transformers; 1e-9 for BERT)."""
 
 import numpy as np
 import pytest
-
 from conftest import doc
 
 torch = pytest.importorskip("torch")
