@@ -187,7 +187,11 @@ def gguf_config(file) -> tuple[dict, str]:
     kind = file.meta(f"{arch}.rope.scaling.type")
     if kind not in (None, "none"):
         config["rope_scaling"] = {"rope_type": kind, "factor": file.meta(f"{arch}.rope.scaling.factor")}
-    config.setdefault("vocab_size", len(file.meta("tokenizer.ggml.tokens") or []))
+    if "vocab_size" not in config:  # older files: the vocabulary's length, else the embedding's rows
+        tokens = file.meta("tokenizer.ggml.tokens") or []
+        config["vocab_size"] = len(tokens) or (
+            file.get("token_embd.weight").shape[0] if "token_embd.weight" in file.tensors else 0
+        )
     for role in ("bos", "eos"):
         token_id = file.meta(f"tokenizer.ggml.{role}_token_id")
         if token_id is not None:
