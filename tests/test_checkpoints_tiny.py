@@ -3,6 +3,8 @@
 Every logit / hidden state must equal transformers' (1e-5 for the decoders, whose RMSNorm and rotary run in
 float32 inside transformers; 1e-9 for BERT)."""
 
+import json
+
 import numpy as np
 import pytest
 from conftest import doc
@@ -138,3 +140,22 @@ def test_a_repo_id_resolves_from_the_local_cache(tmp_path, monkeypatch, cli):
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     d = doc(cli("embed", "--model", "tiny/qwen", "--ids", "3 17", "-f", "json"))
     np.testing.assert_allclose(d["tensors"]["X"], model.model.embed_tokens.weight[[3, 17]].detach().numpy())
+
+
+def test_a_fixture_file_over_1_mb_is_named_not_copied(tmp_path, cli):
+    from attncalc.inputs.examples import load_example
+
+    raw = load_example("woaini")
+    raw["description"] = "x" * (1 << 20)  # a large fixture (real-size weights would be)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    first = cli("qkv", "--fixture", str(path), "-f", "json")
+    qkv = doc(first)
+    assert set(qkv["fixture"]) == {"file"} and qkv["fixture"]["file"]["size"] == path.stat().st_size
+    assert len(first.stdout) < 100_000
+    piped = doc(cli("softmax", "-f", "json", input=first.stdout))
+    direct = doc(cli("softmax", "--example", "woaini", "-f", "json"))
+    np.testing.assert_allclose(piped["tensors"]["A"], direct["tensors"]["A"], rtol=0, atol=1e-15)
+    path.write_text(json.dumps(raw) + " ", encoding="utf-8")  # same numbers, one byte longer: refused
+    r = cli("softmax", "-f", "json", input=first.stdout)
+    assert r.exit_code == 2 and "big.json" in r.output and "changed" in r.output

@@ -162,13 +162,13 @@ def check_shape(node, value, where: str) -> None:
 
 
 def open_session(req: Request) -> Session:
-    from attncalc.inputs.checkpoints.source import from_reference, is_reference, model_input
+    from attncalc.inputs.checkpoints.source import fixture_reference, from_reference, is_reference, model_input
 
     opened = model_input(req.model, req.text, req.ids)  # None without --model
     if opened and (req.example or req.fixture or req.document):
         raise InputError("--model", "one input (--model, --example, --fixture or a document)", "more than one")
     raw, source, strict, doc = (opened[0], opened[1], True, None) if opened else _source(req)
-    reference = opened[2] if opened else None
+    reference = opened[2] if opened else fixture_reference(req.fixture) if req.fixture else None
     if doc and is_reference(doc["fixture"]):
         raw, _, reference = from_reference(doc["fixture"], source)
     doc_options = dict(doc.get("options") or {}) if doc else {}

@@ -1,5 +1,6 @@
 """A model as a command's input (`--model`, `--text`, `--ids`), and the reference a pipe document keeps
-instead of the weights: the files' paths, sizes and SHA-256 of their ends, the token ids.
+instead of the weights: the files' paths, sizes and SHA-256 of their ends, the token ids. A fixture file
+over 1 MB is referred to the same way (`{"file": …}`) instead of being copied into every document.
 
 A document read later reopens the same files and refuses (exit 2) when one is missing or changed.
 """
@@ -56,34 +57,59 @@ def reference(ckpt, token_ids: list[int]) -> dict:
     return {"model": {"path": ckpt.path, "files": [fingerprint(f) for f in ckpt.files]}, "ids": token_ids}
 
 
+BIG_FIXTURE = 1 << 20
+
+
 def is_reference(fixture) -> bool:
-    return isinstance(fixture, dict) and isinstance(fixture.get("model"), dict)
+    return isinstance(fixture, dict) and (
+        isinstance(fixture.get("model"), dict) or isinstance(fixture.get("file"), dict)
+    )
+
+
+def fixture_reference(path: str) -> dict | None:
+    """`{"file": fingerprint}` for a fixture file over 1 MB (documents name it instead of copying it)."""
+    import os
+
+    from attncalc.inputs.checkpoints import fingerprint
+
+    return {"file": fingerprint(path)} if os.path.getsize(path) > BIG_FIXTURE else None
+
+
+def _check_file(saved, where: str) -> str:
+    """The path of a file a document names, after checking it is unchanged."""
+    from attncalc.inputs.checkpoints import fingerprint
+
+    path = saved.get("path") if isinstance(saved, dict) else None
+    if not isinstance(path, str):
+        raise InputError(where, "path, size and sha256_ends", describe(saved))
+    try:
+        now = fingerprint(path)
+    except InputError:
+        raise InputError(where, f"the file {path}", "it is missing or unreadable") from None
+    if now != saved:
+        raise InputError(
+            where,
+            f"{path} as it was ({saved.get('size')} bytes, sha256 of its ends {str(saved.get('sha256_ends'))[:12]}…)",
+            f"a changed file ({now['size']} bytes, {now['sha256_ends'][:12]}…)",
+        )
+    return path
 
 
 def from_reference(ref: dict, where: str) -> tuple[dict, str, dict]:
-    """Reopen the model a document names, after checking each file is the one it was made from."""
-    from attncalc.inputs.checkpoints import fingerprint
+    """Reopen the model (or fixture file) a document names, after checking each file is the one it was
+    made from."""
+    if isinstance(ref.get("file"), dict):
+        from attncalc.inputs.document import read_document
+        from attncalc.inputs.session import read_text
 
+        path = _check_file(ref["file"], f"{where}: fixture.file")
+        return read_document(read_text(path), path)["fixture"], path, ref
     model, ids = ref.get("model") or {}, ref.get("ids")
     if not isinstance(model.get("path"), str) or not isinstance(model.get("files"), list):
         raise InputError(f"{where}: fixture.model", "path and files (a model reference)", describe(model))
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise InputError(f"{where}: fixture.ids", "a list of token ids", describe(ids))
     for k, saved in enumerate(model["files"]):
-        path = saved.get("path") if isinstance(saved, dict) else None
-        if not isinstance(path, str):
-            raise InputError(f"{where}: fixture.model.files[{k}]", "path, size and sha256_ends", describe(saved))
-        try:
-            now = fingerprint(path)
-        except InputError:
-            raise InputError(
-                f"{where}: fixture.model.files[{k}]", f"the model file {path}", "it is missing or unreadable"
-            ) from None
-        if now != saved:
-            raise InputError(
-                f"{where}: fixture.model.files[{k}]",
-                f"{path} as it was ({saved.get('size')} bytes, sha256 of its ends {str(saved.get('sha256_ends'))[:12]}…)",
-                f"a changed file ({now['size']} bytes, {now['sha256_ends'][:12]}…)",
-            )
+        _check_file(saved, f"{where}: fixture.model.files[{k}]")
     ckpt = checkpoint(model["path"])
     return ckpt.fixture(ids), ckpt.path, reference(ckpt, ids)
