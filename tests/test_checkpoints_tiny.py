@@ -4,6 +4,7 @@ Every logit / hidden state must equal transformers' (1e-5 for the decoders, whos
 float32 inside transformers; 1e-9 for BERT)."""
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -159,3 +160,19 @@ def test_a_fixture_file_over_1_mb_is_named_not_copied(tmp_path, cli):
     path.write_text(json.dumps(raw) + " ", encoding="utf-8")  # same numbers, one byte longer: refused
     r = cli("softmax", "-f", "json", input=first.stdout)
     assert r.exit_code == 2 and "big.json" in r.output and "changed" in r.output
+
+
+def test_without_the_models_extra_model_exits_2_with_the_pip_command(monkeypatch, cli, tmp_path):
+    monkeypatch.setitem(sys.modules, "safetensors", None)  # as if not installed: import raises ImportError
+    r = cli("qkv", "--model", str(tmp_path), "--ids", "1 2")
+    assert r.exit_code == 2
+    assert 'pip install "attncalc[models]"' in r.output and "safetensors" in r.output
+
+
+def test_head_narrows_the_tables_to_one_head(tmp_path, cli):
+    path = save(randomise(qwen2(), seed=6).eval(), tmp_path / "m")
+    r = cli("softmax", "--model", path, "--ids", "3 17 5", "--head", "2", "-f", "table")
+    assert r.exit_code == 0, r.output
+    assert "]  head 2" in r.output and "]  head 0" not in r.output and "]  head 3" not in r.output
+    r = cli("softmax", "--model", path, "--ids", "3 17 5", "--head", "4", "-f", "table")
+    assert r.exit_code == 2 and "--head" in r.output and "0 to 3" in r.output

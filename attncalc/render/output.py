@@ -143,6 +143,7 @@ def emit(
     cells = [(main, idx) for idx in np.ndindex(np.shape(values[main]))] if work else []
     cells += chosen
     g = session.graph
+    head = session.options.get("head")  # --head: per-head tensors drawn for that head only
     if fmt == "table":
         from attncalc.render.table import console, print_explanation, print_views
 
@@ -150,7 +151,7 @@ def emit(
         for note in head_notes(session, values):
             con.print(note, markup=False)
         for name in names:
-            print_views(con, views(name, g.node(name), values[name]), precision)
+            print_views(con, views(name, g.node(name), values[name], head=head), precision)
         if session.stage == "decoder" and "probs" in values and not only:
             from attncalc.render.predictions import print_predictions
 
@@ -163,7 +164,7 @@ def emit(
 
     view_fn, expl_fn = (markdown_view, markdown_explanation) if fmt == "markdown" else (latex_view, latex_explanation)
     parts = [("% " if fmt == "latex" else "") + note for note in head_notes(session, values)]
-    parts += [view_fn(v, precision) for name in names for v in views(name, g.node(name), values[name])]
+    parts += [view_fn(v, precision) for name in names for v in views(name, g.node(name), values[name], head=head)]
     if fmt == "markdown" and session.stage == "decoder" and "probs" in values and not only:
         from attncalc.render.predictions import markdown_predictions
 
