@@ -41,37 +41,32 @@ def randomise(model, seed: int):
     return model
 
 
+def tiny(config_class, model_class, **config):
+    shared = dict(vocab_size=40, hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4)
+    return model_class(config_class(**shared, max_position_embeddings=64, attn_implementation="eager", **config))
+
+
 def llama():
-    config = transformers.LlamaConfig(
-        vocab_size=40,
-        hidden_size=16,
-        intermediate_size=24,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+    """GQA 4:2, linear RoPE scaling, a separate output matrix."""
+    return tiny(
+        transformers.LlamaConfig,
+        transformers.LlamaForCausalLM,
         num_key_value_heads=2,
         rms_norm_eps=1e-5,
         rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 5000.0},
         tie_word_embeddings=False,
-        max_position_embeddings=64,
-        attn_implementation="eager",
     )
-    return transformers.LlamaForCausalLM(config)
 
 
 def qwen2():
-    config = transformers.Qwen2Config(
-        vocab_size=40,
-        hidden_size=16,
-        intermediate_size=24,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+    """MQA (one KV head), q/k/v biases, tied embeddings."""
+    return tiny(
+        transformers.Qwen2Config,
+        transformers.Qwen2ForCausalLM,
         num_key_value_heads=1,
         rms_norm_eps=1e-6,
         tie_word_embeddings=True,
-        max_position_embeddings=64,
-        attn_implementation="eager",
     )
-    return transformers.Qwen2ForCausalLM(config)
 
 
 @pytest.mark.parametrize("make", [llama, qwen2], ids=["llama", "qwen2"])
