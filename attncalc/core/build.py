@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from attncalc.core import positions
+from attncalc.core.build_embedding import embedding_extras
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import Graph, Node
-from attncalc.core.layer_ops import LayerNorm
 from attncalc.core.ops import Add, Affine, Attend, Identity, Lookup, Mask, Scale, Scores, Softmax
 from attncalc.core.position_ops import Alibi, Angles, MaskMatrix, Rope, Sinusoidal
 from attncalc.errors import InputError
@@ -144,57 +144,7 @@ class Builder:
                 about="residual_pe",
             )
         )
-        return self.embedding_extras(summed, labels, prefix, stage, out) if extras else out
-
-    def embedding_extras(self, summed, labels, prefix, stage, out):
-        """BERT's embedding: + the token-type row (token_type.table[token_type.id] for every token), then
-        LayerNorm (embedding_norm: gamma, beta, eps). Fixture choices; a checkpoint's name map sets them."""
-        fx, g, cols = self.fx, self.g, _dims(self.d or 0)
-        if fx.has("token_type"):
-            g.leaf("T", fx.array("token_type.table", (None, self.d)), "token_type.table")
-            type_id = fx.integer("token_type.id", 0, minimum=0)
-            g.add(
-                Node(
-                    prefix + "TT",
-                    op=Lookup([type_id] * len(labels), [str(type_id)] * len(labels), "T"),
-                    inputs=("T",),
-                    stage=stage,
-                    formula=f"TT[pos] = T[{type_id}] (token type {type_id}, the same row for every token)",
-                    rows=labels,
-                    cols=cols,
-                    about="pe",
-                )
-            )
-            name = prefix + "H_type" if fx.has("embedding_norm") else out
-            summed = g.add(
-                Node(
-                    name,
-                    op=Add(),
-                    inputs=(summed, prefix + "TT"),
-                    stage=stage,
-                    formula=f"{name[len(prefix) :]} = {summed[len(prefix) :]} + TT",
-                    rows=labels,
-                    cols=cols,
-                    about="residual_pe",
-                )
-            )
-        if not fx.has("embedding_norm"):
-            return summed
-        gamma = g.leaf("embedding_norm.gamma", fx.array("embedding_norm.gamma", (self.d,)), "embedding_norm.gamma")
-        beta = g.leaf("embedding_norm.beta", fx.array("embedding_norm.beta", (self.d,)), "embedding_norm.beta")
-        eps = fx.number("embedding_norm.eps", 1e-12, positive=True)
-        return g.add(
-            Node(
-                out,
-                op=LayerNorm(eps),
-                inputs=(summed, gamma, beta),
-                stage=stage,
-                formula=f"{out} = LayerNorm({summed[len(prefix) :]})",
-                rows=labels,
-                cols=cols,
-                about="norm",
-            )
-        )
+        return embedding_extras(self, summed, labels, prefix=prefix, stage=stage, out=out) if extras else out
 
     # ---- one attention block ---------------------------------------------------------------
     def _param(self, path, shape, required=True, why=""):
