@@ -171,3 +171,17 @@ def test_head_narrows_the_tables_to_one_head(tmp_path, cli):
     assert "]  head 2" in r.output and "]  head 0" not in r.output and "]  head 3" not in r.output
     r = cli("softmax", "--model", path, "--ids", "3 17 5", "--head", "4", "-f", "table")
     assert r.exit_code == 2 and "--head" in r.output and "0 to 3" in r.output
+
+
+def test_token_labels_that_look_like_rich_markup_are_printed_as_they_are(cli, tmp_path):
+    raw = {
+        "vocab": ["[unused0]", "[/INST]", "b"],
+        "d_model": 2,
+        "embedding": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
+        "position": {"type": "none"},
+        "source": ["[unused0]", "[/INST]", "b"],
+    }
+    (tmp_path / "f.json").write_text(json.dumps(raw), encoding="utf-8")
+    r = cli("embed", "--fixture", str(tmp_path / "f.json"), "-f", "table")
+    assert r.exit_code == 0, r.output
+    assert "[unused0]" in r.output and "[/INST]" in r.output
