@@ -74,8 +74,7 @@ def to_array(value, path: str, allow_neg_inf: bool = False) -> np.ndarray:
         _scan_bad_number(value, path, allow_neg_inf)
         return np.asarray(float(value))
     if hasattr(value, "__array__"):  # an array, or a checkpoint weight read on first use
-        arr = np.asarray(value)
-        arr = arr if arr.dtype == np.float32 else arr.astype(float, copy=False)  # float32 weights stay
+        arr = np.asarray(value, dtype=float)
         if not np.isfinite(arr).all():
             raise InputError(path, "finite numbers", "NaN or ∞ in the weights")
         return arr
