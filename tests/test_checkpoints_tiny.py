@@ -93,7 +93,7 @@ def test_tiny_decoder_layer_1_self_attention_on_its_real_input(tmp_path, cli):
     assert "dec.1.N1" in d["tensors"]  # pre-norm: layer 1 attends over its normed input
 
 
-def test_tiny_bert_hidden_states_equal_transformers(tmp_path):
+def tiny_bert(seed: int):
     config = transformers.BertConfig(
         vocab_size=40,
         hidden_size=16,
@@ -104,7 +104,11 @@ def test_tiny_bert_hidden_states_equal_transformers(tmp_path):
         layer_norm_eps=1e-12,
         attn_implementation="eager",
     )
-    model = randomise(transformers.BertModel(config), seed=3).eval()
+    return randomise(transformers.BertModel(config), seed=seed).eval()
+
+
+def test_tiny_bert_hidden_states_equal_transformers(tmp_path):
+    model = tiny_bert(seed=3)
     path = save(model, tmp_path / "bert")
     g = attncalc_graph(path, "encoder")
     with torch.no_grad():
@@ -185,3 +189,19 @@ def test_token_labels_that_look_like_rich_markup_are_printed_as_they_are(cli, tm
     r = cli("embed", "--fixture", str(tmp_path / "f.json"), "-f", "table")
     assert r.exit_code == 0, r.output
     assert "[unused0]" in r.output and "[/INST]" in r.output
+
+
+def test_softmax_of_layer_1_reads_layers_0_and_1_only(tmp_path):
+    from attncalc.inputs.checkpoints.source import checkpoint
+    from attncalc.inputs.session import Request, evaluate, open_session
+
+    path = save(tiny_bert(seed=7), tmp_path / "bert")
+    session = open_session(Request(stage="softmax", model=path, ids="3 17 5", layer=1))
+    evaluate(session)
+    layers = checkpoint(path)._weights["encoder"]["layers"]
+    read = [
+        any(w._value is not None for part in layer.values() for w in part.values() if hasattr(w, "_value"))
+        for layer in layers
+    ]
+    assert read == [True, True, False]
+    assert session.graph.nodes["enc.1.A"].stage == "softmax"
