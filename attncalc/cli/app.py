@@ -115,7 +115,7 @@ def stage_command(stage: str):
     ):
         def run():
             check_choices(fmt, kind, lang)
-            o.quiet_blas_threads()
+            o.quiet_blas_threads(model)
             from attncalc.inputs.session import evaluate, open_session
             from attncalc.render.output import emit
 

@@ -152,6 +152,7 @@ def register(app) -> None:
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, None, lang)
+            o.quiet_blas_threads(model)
             settings = _settings(max_new_tokens, strategy, temperature, top_k, top_p, seed, kv_cache)
             req = Request(
                 stage="embed", example=example, fixture=fixture, document=document, sets=list(sets or []), scale=scale

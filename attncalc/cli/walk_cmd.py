@@ -61,6 +61,7 @@ def walk(
     debug: o.Debug = False,
 ):
     def run():
+        o.quiet_blas_threads(model)
         from attncalc import texts
         from attncalc.errors import InputError
 

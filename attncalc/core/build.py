@@ -7,6 +7,7 @@ parts the requested stage needs, and reads (and checks) only the fixture fields 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -34,7 +35,9 @@ class Options:
     layer: int | None = None  # the stage commands show this layer's self-attention (on its real input)
 
 
+@functools.cache
 def _dims(n):
+    """Column labels 0 … n−1; one shared list per width (a real model asks for 1536 of them per node)."""
     return [str(j) for j in range(n)]
 
 

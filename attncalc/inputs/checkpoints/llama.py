@@ -100,9 +100,10 @@ def fixture(config: dict, tensors, where: str, gguf_architecture: str | None = N
             }
         )
     tied = names["output"] not in available
+    embedding = tensors.get(names["embedding"])
     return {
         "d_model": config["hidden_size"],
-        "embedding": tensors.get(names["embedding"]),
+        "embedding": embedding.widened() if tied else embedding,
         "position": rope_position(config),
         "decoder": {
             "norm": "rmsnorm",
@@ -112,5 +113,5 @@ def fixture(config: dict, tensors, where: str, gguf_architecture: str | None = N
             "layers": layers,
             "final_norm": {"gamma": tensors.get(names["final_norm"])},
         },
-        "output": {"tied": True} if tied else {"W": tensors.get(names["output"]).T},
+        "output": {"tied": True} if tied else {"W": tensors.get(names["output"]).widened().T},
     }
