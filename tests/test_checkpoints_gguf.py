@@ -144,3 +144,9 @@ def test_tiny_llama_gguf_with_permuted_q_and_k_equals_transformers(tmp_path):
     raw["decoder"]["layers"][0]["self_attention"]["Wq"] = tensors["blk.0.attn_q.weight"].T
     wrong = build(Fixture(raw, path), "decoder").value("logits")
     assert np.abs(wrong - ref).max() > 1e-2
+
+
+def test_an_unsupported_gguf_architecture_exits_2_naming_it(tmp_path, cli):
+    path = write(tmp_path / "g.gguf", {"token_embd.weight": np.zeros((4, 8))}, arch="gpt2")
+    r = cli("embed", "--model", path, "--ids", "1 2")
+    assert r.exit_code == 2 and "general.architecture" in r.output and "gpt2" in r.output
