@@ -179,3 +179,16 @@ def test_walk_on_minilm_summarises_its_screens(cli):
     assert r.exit_code == 0, r.output
     assert "love" in r.output and "enc.5" in r.output
     assert len(r.output) < 1_000_000  # 46 screens, every large matrix summarised
+
+
+@need_minilm
+def test_check_a_worksheet_of_a_real_layer(cli, tmp_path):
+    a = doc(cli("softmax", "--model", MINILM, "--ids", "101 1045 102", "--layer", "2", "-f", "json"))["tensors"][
+        "enc.2.A"
+    ]
+    a[1][0][0] = round(a[1][0][0] + 0.2, 6)  # one slip in head 1
+    sheet = tmp_path / "sheet.json"
+    sheet.write_text(json.dumps({"enc.2.A": a}), encoding="utf-8")
+    r = cli("check", str(sheet), "--model", MINILM, "--ids", "101 1045 102", "--layer", "2", "-f", "json")
+    report = json.loads(r.stdout)
+    assert report["summary"] == {"tensors": 1, "cells": 108, "correct": 107, "carried": 0, "slip": 1}

@@ -92,7 +92,7 @@ def register(app: typer.Typer) -> None:
             source = "<stdin>" if worksheet == "-" else worksheet
             sheets = parse_worksheet(read_text(worksheet), source)
             req = Request(
-                stage=stage_for(sheets),
+                stage=stage_for(sheets) if layer is None else "attend",  # --layer: that layer's attention
                 example=example,
                 fixture=fixture,
                 kind=kind,
