@@ -267,7 +267,7 @@ class Calculation:
         sheets = read_worksheet(worksheet)
         graph = self.graph
         needed = stage_for(sheets)
-        if STAGES.index(needed) > STAGES.index(self.stage):
+        if STAGES.index(needed) > STAGES.index(self.stage) and self.request.layer is None:  # --layer: that one
             graph = Calculation(dataclasses.replace(self.request, stage=needed)).graph
         return CheckReport(check(graph, sheets, tol=tol, precision=precision))
 
@@ -283,7 +283,9 @@ class Calculation:
                 "only inline matrices",
             )
         req = self.request  # a document's fields are named under fixture. in messages, as the stage commands do
-        in_document = self.session.source == "document" or not (req.example or req.fixture or req.data is not None)
+        in_document = self.session.reference is None and (
+            self.session.source == "document" or not (req.example or req.fixture or req.data is not None)
+        )
         return Model(
             self.session.fixture,
             source=self.session.source,

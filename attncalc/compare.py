@@ -72,6 +72,14 @@ def field_diff(left, right, path: str = "") -> list[tuple[str, object, object]]:
             sub = f"{path}.{key}" if path else str(key)
             out += field_diff(left.get(key), right.get(key), sub)
         return out
+    if (
+        isinstance(left, list)
+        and isinstance(right, list)
+        and len(left) == len(right)
+        and left
+        and isinstance(left[0], dict)
+    ):
+        return [d for k, (a, b) in enumerate(zip(left, right)) for d in field_diff(a, b, f"{path}[{k}]")]  # layers
     return [] if left == right else [(path, left, right)]
 
 
@@ -115,7 +123,11 @@ def compare(
             "compare", "at least one change: --set KEY=VALUE (right side), --left-set or --right-set", "no changes"
         )
     stdin_text = None
-    if not (req.example or req.fixture or req.document) and sys.stdin is not None and not sys.stdin.isatty():
+    if (
+        not (req.example or req.fixture or req.document or req.model)
+        and sys.stdin is not None
+        and not sys.stdin.isatty()
+    ):
         stdin_text = sys.stdin.read()
     left = _open(req, left_sets, "left", stdin_text)
     right = _open(req, right_sets, "right", stdin_text)
@@ -176,8 +188,8 @@ def to_json(c: Comparison) -> dict:
     return {
         "attncalc_compare": 1,
         "stage": c.stage,
-        "left": {"input": c.left.source, "sets": c.left_sets, "fixture": c.left.fixture},
-        "right": {"input": c.right.source, "sets": c.right_sets, "fixture": c.right.fixture},
+        "left": {"input": c.left.source, "sets": c.left_sets, "fixture": c.left.reference or c.left.fixture},
+        "right": {"input": c.right.source, "sets": c.right_sets, "fixture": c.right.reference or c.right.fixture},
         "fields": [{"path": path, "left": copy.deepcopy(a), "right": copy.deepcopy(b)} for path, a, b in c.fields],
         "tensors": tensors,
         "labels": labels,

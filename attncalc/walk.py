@@ -107,16 +107,21 @@ def stage_range(start: str | None, end: str | None) -> tuple[int, int]:
     return lo, hi
 
 
-def open_walk(example=None, fixture=None, sets=(), lang="en", start=None, end=None, precision=3) -> Walk:
-    """Build the deepest stage the input supports (up to --to) and the screens from --from on."""
+def open_walk(
+    example=None, fixture=None, sets=(), lang="en", start=None, end=None, precision=3, model: dict | None = None
+) -> Walk:
+    """Build the deepest stage the input supports (up to --to) and the screens from --from on. `model`:
+    the real-checkpoint fields of a Request (model, text, ids)."""
     lo, hi = stage_range(start, end)
-    if not (example or fixture):
+    model = {k: v for k, v in (model or {}).items() if v is not None}
+    if not (example or fixture or model):
         raise InputError("input", f"--example NAME ({', '.join(example_names())}) or --fixture FILE", "nothing")
     top = min(hi, len(STAGES) - 1)
     error = None
     for k in range(top, -1, -1):
         try:
-            session = open_session(Request(stage=STAGES[k], example=example, fixture=fixture, sets=list(sets)))
+            req = Request(stage=STAGES[k], example=example, fixture=fixture, sets=list(sets), **model)
+            session = open_session(req)
             values = evaluate(session)
             break
         except InputError as e:
@@ -126,7 +131,16 @@ def open_walk(example=None, fixture=None, sets=(), lang="en", start=None, end=No
     if k < min(lo, top):
         raise error
     stopped = (STAGES[k], error) if k < top else None
-    walk = Walk(session, values, [], lang, example or fixture, span=(lo, hi), precision=precision, stopped=stopped)
+    walk = Walk(
+        session,
+        values,
+        [],
+        lang,
+        example or fixture or session.source,
+        span=(lo, hi),
+        precision=precision,
+        stopped=stopped,
+    )
     return tell(walk, lang)
 
 

@@ -95,11 +95,16 @@ def stage_command(stage: str):
         v: o.V = None,
         scores: o.Scores = None,
         weights: o.Weights = None,
+        model: o.ModelPath = None,
+        text: o.Text = None,
+        ids: o.Ids = None,
+        layer: o.Layer = None,
+        head: o.Head = None,
         debug: o.Debug = False,
     ):
         def run():
             check_choices(fmt, kind, lang)
-            o.quiet_blas_threads()
+            o.quiet_blas_threads(model)
             from attncalc.api import Calculation
             from attncalc.render.output import drawn_names, emit, resolve_format
 

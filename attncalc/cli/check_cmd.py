@@ -51,6 +51,10 @@ def register(app: typer.Typer) -> None:
         heads: o.Heads = None,
         kv_heads: o.KvHeads = None,
         sets: o.Set = None,
+        model: o.ModelPath = None,
+        text: o.Text = None,
+        ids: o.Ids = None,
+        layer: o.Layer = None,
         debug: o.Debug = False,
     ):
         """Check your own hand-computed matrices: each cell correct, carried forward, or a slip."""
@@ -66,14 +70,14 @@ def register(app: typer.Typer) -> None:
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, kind, lang, "check")
-            if worksheet == "-" and not (example or fixture):
+            if worksheet == "-" and not (example or fixture or model):
                 raise InputError(
                     "WORKSHEET",
                     "a file path when the model comes from standard input (or give "
                     "--example / --fixture and pipe the worksheet)",
                     "-",
                 )
-            if not (example or fixture) and (sys.stdin is None or sys.stdin.isatty()):
+            if not (example or fixture or model) and (sys.stdin is None or sys.stdin.isatty()):
                 raise InputError(
                     "model",
                     "--example NAME, --fixture FILE or a pipe document on standard input",
@@ -81,7 +85,7 @@ def register(app: typer.Typer) -> None:
                 )
             source = "<stdin>" if worksheet == "-" else worksheet
             sheets = parse_worksheet(read_text(worksheet), source)
-            req = o.request(ctx, stage_for(sheets))
+            req = o.request(ctx, stage_for(sheets) if layer is None else "attend")  # --layer: that layer's attention
             calc = Calculation(req)
             for message in calc.graph.warnings:  # unknown fixture keys
                 sys.stderr.write(f"attncalc: warning: {message}\n")

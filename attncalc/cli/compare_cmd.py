@@ -57,6 +57,10 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--all", help="Also draw the tensors that are the same on both sides.")
         ] = False,
         lang: o.Lang = None,
+        model: o.ModelPath = None,
+        text: o.Text = None,
+        ids: o.Ids = None,
+        layer: o.Layer = None,
         debug: o.Debug = False,
     ):
         """Run two variants of one fixture side by side: left as is (or --left-set), right with --set /
@@ -79,7 +83,17 @@ def register(app: typer.Typer) -> None:
             if tol < 0:
                 raise InputError("--tol", "a number >= 0", repr(tol))
             req = Request(
-                stage=stage, example=example, fixture=fixture, document=document, kind=kind, scale=scale, block=block
+                stage=stage,
+                example=example,
+                fixture=fixture,
+                document=document,
+                kind=kind,
+                scale=scale,
+                block=block,
+                model=model,
+                text=text,
+                ids=ids,
+                layer=layer,
             )
             names = [n.strip() for n in only.split(",")] if only else None
             c = compare(req, list(left_sets or []), list(sets or []) + list(right_sets or []), names, tol)

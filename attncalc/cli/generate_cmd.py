@@ -164,6 +164,9 @@ def register(app) -> None:
         lang: o.Lang = None,
         scale: o.Scale = None,
         sets: o.Set = None,
+        model: o.ModelPath = None,
+        text: o.Text = None,
+        ids: o.Ids = None,
         debug: o.Debug = False,
     ):
         def run():
@@ -172,25 +175,26 @@ def register(app) -> None:
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, None, lang)
+            o.quiet_blas_threads(model)
             settings = _settings(max_new_tokens, strategy, temperature, top_k, top_p, seed, kv_cache)
             req = o.request(ctx, "embed")
-            session, model = _model(req)
+            session, decoder = _model(req)
             from attncalc.decoding import generate as run_generation
             from attncalc.render import steps as render
 
             with Progress(settings.max_new_tokens) as progress:
-                result = run_generation(model, settings, on_step=progress.update)
+                result = run_generation(decoder, settings, on_step=progress.update)
             for message in session.graph.warnings:
                 sys.stderr.write(f"attncalc: warning: {message}\n")
             names = [n.strip() for n in only.split(",") if n.strip()] if only else None
             kind = resolve_format(fmt)
             if kind == "json":
-                sys.stdout.write(render.json_text(session, model, result, names) + "\n")
+                sys.stdout.write(render.json_text(session, decoder, result, names) + "\n")
             elif names is not None:
                 raise InputError("--only", "-f json (tables always show each step's main tensors)", repr(only))
             elif kind == "table":
-                render.print_generation(model, result, precision)
+                render.print_generation(decoder, result, precision)
             else:
-                sys.stdout.write(render.notes_text(model, result, precision, latex=kind == "latex") + "\n")
+                sys.stdout.write(render.notes_text(decoder, result, precision, latex=kind == "latex") + "\n")
 
         o.guarded(run, debug)

@@ -60,9 +60,13 @@ def walk(
     no_pause: NoPause = False,
     export: Export = None,
     plain: Plain = False,
+    model: o.ModelPath = None,
+    text: o.Text = None,
+    ids: o.Ids = None,
     debug: o.Debug = False,
 ):
     def run():
+        o.quiet_blas_threads(model)
         from attncalc import texts
         from attncalc.cli.app import check_choices
         from attncalc.errors import InputError
@@ -76,10 +80,19 @@ def walk(
         from attncalc.walk import markdown, open_walk
 
         name = example
-        if not (example or fixture):  # `attncalc walk` alone: the bundled example, said on stderr
+        if not (example or fixture or model):  # `attncalc walk` alone: the bundled example, said on stderr
             name = DEFAULT_EXAMPLE
             sys.stderr.write(f"attncalc: {texts.t('surprises.default_example', name=name)}\n")
-        w = open_walk(name, fixture, sets or [], texts.use(lang), start, end, precision)
+        w = open_walk(
+            name,
+            fixture,
+            sets or [],
+            texts.use(lang),
+            start,
+            end,
+            precision,
+            model=dict(model=model, text=text, ids=ids),
+        )
         for message in w.session.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")
         if fmt == "markdown":

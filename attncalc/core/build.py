@@ -7,12 +7,14 @@ parts the requested stage needs, and reads (and checks) only the fixture fields 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from attncalc.core import positions
+from attncalc.core.build_embedding import embedding_extras
 from attncalc.core.expansion import Note
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import Graph, Node
@@ -31,9 +33,12 @@ class Options:
     scale: float | None = None
     block: str | None = None
     d_k: int | None = None  # when no Wq says it (a calculator given Q directly)
+    layer: int | None = None  # the stage commands show this layer's self-attention (on its real input)
 
 
+@functools.cache
 def dim_labels(n):
+    """Column labels 0 … n−1; one shared list per width (a real model asks for 1536 of them per node)."""
     return [str(j) for j in range(n)]
 
 
@@ -125,19 +130,21 @@ class Builder:
                 )
             )
             return out
+        extras = self.fx.has("token_type") or self.fx.has("embedding_norm")
+        summed = prefix + "H_pos" if extras else out
         g.add(
             Node(
-                out,
+                summed,
                 op=Add(),
                 inputs=(x, prefix + "PE"),
                 stage=stage,
-                formula=f"{out} = X + PE",
+                formula=f"{summed[len(prefix) :]} = X + PE",
                 rows=labels,
                 cols=cols,
                 about="residual_pe",
             )
         )
-        return out
+        return embedding_extras(self, summed, labels, prefix=prefix, stage=stage, out=out) if extras else out
 
     # ---- one attention block ---------------------------------------------------------------
     def _param(self, path, shape, required=True, why=""):

@@ -200,12 +200,12 @@ class Stack:
         return out
 
 
-def encoder(b: Builder, h_in: str, labels, key_is_pad) -> str:
-    """N encoder layers: self-attention, Add & Norm, FFN, Add & Norm."""
+def encoder(b: Builder, h_in: str, labels, key_is_pad, layers: int | None = None) -> str:
+    """N encoder layers: self-attention, Add & Norm, FFN, Add & Norm (only the first `layers` when given)."""
     st = Stack(b, "encoder")
     kind = "padding" if any(key_is_pad) else "none"
     x = h_in
-    for i in range(st.n_layers):
+    for i in range(st.n_layers if layers is None else layers):
         path, prefix = st.layer_path(i), f"enc.{i}."
         attn = lambda y, p=path, pre=prefix: b.attention(
             f"{p}.self_attention", pre, y, y, labels, labels, kind, key_is_pad, ("encoder",)
@@ -213,17 +213,18 @@ def encoder(b: Builder, h_in: str, labels, key_is_pad) -> str:
         x = st.sublayer(path, prefix, 1, x, "H1", labels, "encoder", attn)
         ffn = lambda y, p=path, pre=prefix: st.ffn(f"{p}.ffn", pre, y, labels, "encoder")
         x = st.sublayer(path, prefix, 2, x, "H2", labels, "encoder", ffn)
-    return st.final(x, "enc_out", labels, "encoder")
+    return st.final(x, "enc_out", labels, "encoder") if layers is None else x
 
 
-def decoder(b: Builder, d_in: str, labels, enc_out: str | None, enc_labels, enc_pad) -> str:
-    """N decoder layers: masked self-attention, cross-attention (when there is an encoder), FFN."""
+def decoder(b: Builder, d_in: str, labels, enc_out: str | None, enc_labels, enc_pad, layers=None) -> str:
+    """N decoder layers: masked self-attention, cross-attention (when there is an encoder), FFN (only the
+    first `layers` when given)."""
     st = Stack(b, "decoder")
     pad = b.fx.special("pad")
     self_pad = [t == pad for t in labels]
     kind = "causal+padding" if any(self_pad) else "causal"
     x = d_in
-    for i in range(st.n_layers):
+    for i in range(st.n_layers if layers is None else layers):
         path, prefix = st.layer_path(i), f"dec.{i}."
         masked = lambda y, p=path, pre=prefix: b.attention(
             f"{p}.self_attention", pre + "self.", y, y, labels, labels, kind, self_pad, ("decoder",)
@@ -253,7 +254,7 @@ def decoder(b: Builder, d_in: str, labels, enc_out: str | None, enc_labels, enc_
             k = 3
         ffn = lambda y, p=path, pre=prefix: st.ffn(f"{p}.ffn", pre, y, labels, "decoder")
         x = st.sublayer(path, prefix, k, x, f"D{k}", labels, "decoder", ffn)
-    return st.final(x, "dec_out", labels, "decoder")
+    return st.final(x, "dec_out", labels, "decoder") if layers is None else x
 
 
 def output(b: Builder, dec_out: str, labels, label_tokens, loss_rows) -> None:
@@ -334,6 +335,25 @@ def stage_block(fx: Fixture, block: str | None = None) -> str:
     return block or next((p for p in candidates if fx.has(p)), "attention")
 
 
+def layer_input(b: Builder, h: str, labels, key_is_pad, layer: int) -> tuple[str, str, str]:
+    """(input, weights path, name prefix) of layer `layer`'s self-attention: the output of the layers
+    before it (built as intermediates, not shown), normed first in a pre-norm model."""
+    fx = b.fx
+    part = "encoder" if fx.has("encoder") else "decoder"
+    st = Stack(b, part)
+    if not 0 <= layer < st.n_layers:
+        raise InputError("--layer", f"a layer from 0 to {st.n_layers - 1}", str(layer))
+    if part == "encoder":
+        x, prefix = encoder(b, h, labels, key_is_pad, layers=layer) if layer else h, f"enc.{layer}."
+    else:
+        pads = key_is_pad or [False] * len(labels)
+        x, prefix = decoder(b, h, labels, None, None, pads, layers=layer) if layer else h, f"dec.{layer}.self."
+    path = st.layer_path(layer)
+    if st.norm_first:
+        x = st.norm_node(f"{path}.norm1", f"{prefix.split('self.')[0]}N1", x, labels, "qkv")
+    return x, f"{path}.self_attention", prefix
+
+
 def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
     """The graph of every tensor up to stage `upto` (one of graph.STAGES)."""
     b = Builder(fx, opts)
@@ -348,7 +368,13 @@ def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
     else:  # a calculator without a fixture: X is what the user typed
         x = b.g.add(Node("X", stage="embed", formula=Note("formula.x_given"), missing="X (give --x, or a fixture)"))
     h = b.add_positions(x, labels)
-    if last >= STAGES.index("qkv"):
+    if last >= STAGES.index("qkv") and opts and opts.layer is not None:
+        if last >= STAGES.index("encoder"):
+            raise InputError("--layer", "a stage command from embed to attend (one layer's self-attention)", upto)
+        attn_in, path, prefix = layer_input(b, h, labels, key_is_pad, opts.layer)
+        kind = opts.kind or ("causal" if path.startswith("decoder") else "padding" if any(key_is_pad) else "none")
+        b.attention(path, prefix, attn_in, attn_in, labels, labels, kind, key_is_pad)
+    elif last >= STAGES.index("qkv"):
         path = stage_block(fx, opts.block if opts else None)
         if opts and opts.kind:
             kind = opts.kind

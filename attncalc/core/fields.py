@@ -48,6 +48,9 @@ FIELDS = {
     "max_positions": "integer",  # the model's context: generate stops there
     "embedding": "matrix",
     "embed_scale": "number",
+    # BERT's embedding additions (core/build_embedding.py, docs/checkpoints.md)
+    "token_type": {"table": "matrix", "id": "integer"},
+    "embedding_norm": {**_NORM, "eps": "number"},
     "position": {
         "type": "string",
         "base": "number",

@@ -27,6 +27,13 @@ def _compute(name: str, op, args, **kw):
         ) from None
 
 
+def _weight(value) -> np.ndarray:
+    """A leaf as float64, except float32 checkpoint weights: kept as they are (half the memory), and every
+    operation that meets an activation widens them exactly to float64."""
+    arr = np.asarray(value)
+    return arr if arr.dtype == np.float32 else arr.astype(float, copy=False)
+
+
 @dataclass
 class Node:
     """One named tensor. A leaf has `value` (a weight) or `missing` (where it should have come from)."""
@@ -60,9 +67,7 @@ class Graph:
         return node.name
 
     def leaf(self, name, value, missing="", **kw) -> str:
-        return self.add(
-            Node(name, value=None if value is None else np.asarray(value, float), missing=missing, shown=False, **kw)
-        )
+        return self.add(Node(name, value=None if value is None else _weight(value), missing=missing, shown=False, **kw))
 
     def node(self, name: str) -> Node:
         if name not in self.nodes:

@@ -52,7 +52,8 @@ class Lookup(Op):
         self.ids, self.labels, self.table, self.scale = np.asarray(ids, int), labels, table, scale
 
     def compute(self, table):
-        return table[self.ids] * self.scale if self.scale != 1.0 else table[self.ids]
+        rows = np.asarray(table[self.ids], dtype=float)  # float64 even from float32 checkpoint weights
+        return rows * self.scale if self.scale != 1.0 else rows
 
     def explain(self, xs, idx, g):
         i, j = idx
@@ -113,6 +114,8 @@ class Affine(Op):
             f"{_shape(w)} weights to have {x.shape[-1]} rows (the columns of a {_shape(x)} input)",
             f"{w.shape[0]} rows",
         )
+        if w.dtype != x.dtype:  # float32 checkpoint weights: widen once (exact) so the product runs in BLAS
+            w = w.astype(np.result_type(x, w))
         y = x @ w
         if b is not None:
             _need(b.shape == (w.shape[1],), "bias", f"{w.shape[1]} numbers", _shape(b))

@@ -60,6 +60,12 @@ class Request:
     heads: int | None = None
     kv_heads: int | None = None
     data: dict | None = None  # a fixture or pipe document already in memory (the Python API)
+    # a real checkpoint (inputs/checkpoints): --model PATH with --text or --ids; --layer N, --head H
+    model: str | None = None
+    text: str | None = None
+    ids: str | None = None
+    layer: int | None = None
+    head: int | None = None
 
 
 @dataclass
@@ -73,6 +79,7 @@ class Session:
     passthrough: dict  # tensors of the input document the graph does not make (kept: docs/document.md)
     tokens: dict
     typed: list = field(default_factory=list)  # the inline options given (--x, --wq, …), for messages
+    reference: dict | None = None  # what a document keeps instead of the fixture (a model's files, ids)
 
 
 def read_text(path: str) -> str:
@@ -124,7 +131,10 @@ def set_field(raw: dict, assignment: str) -> None:
 
 def _source(req: Request):
     """(fixture dict, where it came from, strict, input document or None). A document with tensors
-    whose fixture has no vocab and no embedding was made from inline matrices: it stays a calculator."""
+    whose fixture has no vocab and no embedding was made from inline matrices: it stays a calculator
+    (unless its fixture refers to model files: inputs/checkpoints/source.py)."""
+    from attncalc.inputs.checkpoints.source import is_reference
+
     given = [x for x in (req.example, req.fixture, req.document) if x] + (["a dict"] if req.data is not None else [])
     if len(given) > 1:
         raise InputError("input", "one of --example, --fixture or a document", ", ".join(given))
@@ -151,7 +161,11 @@ def _source(req: Request):
             raise InputError("input", NO_INPUT, "nothing on standard input")
         where = "<stdin>" if path == "-" else path
         doc = read_document(text, where)
-        calculator = bool(doc["tensors"]) and not ({"vocab", "embedding"} & set(doc["fixture"]))
+        calculator = (
+            bool(doc["tensors"])
+            and not ({"vocab", "embedding"} & set(doc["fixture"]))
+            and not is_reference(doc["fixture"])
+        )
         return doc["fixture"], "inline" if calculator else where, not calculator, doc
     if req.inline:
         return {}, "inline", False, None
@@ -255,7 +269,15 @@ def deepest_stage(raw: dict) -> str:
 
 
 def open_session(req: Request) -> Session:
-    raw, source, strict, doc = _source(req)
+    from attncalc.inputs.checkpoints.source import fixture_reference, from_reference, is_reference, model_input
+
+    opened = model_input(req.model, req.text, req.ids)  # None without --model
+    if opened and (req.example or req.fixture or req.document or req.data is not None):
+        raise InputError("--model", "one input (--model, --example, --fixture or a document)", "more than one")
+    raw, source, strict, doc = (opened[0], opened[1], True, None) if opened else _source(req)
+    reference = opened[2] if opened else fixture_reference(req.fixture) if req.fixture else None
+    if doc and is_reference(doc["fixture"]):
+        raw, _, reference = from_reference(doc["fixture"], source)
     if req.stage is None:
         req = replace(req, stage=deepest_stage(raw))
     doc_options = dict(doc.get("options") or {}) if doc else {}
@@ -284,14 +306,18 @@ def open_session(req: Request) -> Session:
             "kind": req.kind or doc_options.get("kind"),
             "scale": req.scale if req.scale is not None else doc_options.get("scale"),
             "block": block,
+            "layer": req.layer if req.layer is not None else doc_options.get("layer"),
+            "head": req.head if req.head is not None else doc_options.get("head"),
         }.items()
         if v is not None
     }
     d_k = None
     if "Q" in given:
         d_k = given["Q"][1].shape[1] // (req.heads or 1)
-    fx = Fixture(raw, source if source != "inline" else "", strict, prefix="fixture." if doc else "")
-    opts = Options(kind=options.get("kind"), scale=options.get("scale"), block=block, d_k=d_k)
+    fx = Fixture(raw, source if source != "inline" else "", strict, prefix="fixture." if doc and not reference else "")
+    opts = Options(
+        kind=options.get("kind"), scale=options.get("scale"), block=block, d_k=d_k, layer=options.get("layer")
+    )
     try:
         graph = build(fx, req.stage, opts)
     except InputError as e:
@@ -328,6 +354,7 @@ def open_session(req: Request) -> Session:
         passthrough=passthrough,
         tokens=tokens,
         typed=["--" + k for k in req.inline],
+        reference=reference,
     )
 
 

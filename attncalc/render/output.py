@@ -106,7 +106,7 @@ def document(session: Session, values: dict, only: list[str] | None) -> dict:
         if n in g.nodes and (g.nodes[n].rows or g.nodes[n].cols)
     }
     return make_document(
-        session.fixture,
+        session.reference or session.fixture,
         session.stage,
         session.tokens,
         tensors,
@@ -158,8 +158,9 @@ class Stage:
         from attncalc.render.view import views  # renderers are imported only by the format that uses them
 
         graph = self.session.graph
+        head = self.session.options.get("head")  # --head: per-head tensors drawn for that head only
         for name in stage_names(self.session, self.values, self.only):
-            yield from views(name, titled(graph, name), self.values[name])
+            yield from views(name, titled(graph, name), self.values[name], head=head)
 
     @property
     def predicts(self) -> bool:

@@ -305,7 +305,7 @@ def json_text(session, model, result, only: list[str] | None = None) -> str:
     if sample:
         options.update(temperature=st.temperature, top_k=st.top_k, top_p=st.top_p, seed=st.seed)
     doc = make_document(
-        session.fixture,
+        session.reference or session.fixture,
         "generate",
         {"source": list(session.tokens["source"]), "target": list(session.tokens["target"])},
         tensors,

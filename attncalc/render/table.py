@@ -60,7 +60,8 @@ def table(view: View, p: int, title: str | None = None, changed: View | None = N
     )
     t.add_column("", style="bold", no_wrap=True)
     for j in view.cols:
-        t.add_column("…" if j is None else view.col_labels[j], justify="right", no_wrap=True)
+        # labels are tokens: Text, never markup ("[unused0]" would vanish, "[/INST]" would raise)
+        t.add_column("…" if j is None else Text(view.col_labels[j]), justify="right", no_wrap=True)
     for i in view.rows:
         if i is None:
             t.add_row("⋮", *["⋮" if j is not None else "⋱" for j in view.cols])
@@ -78,7 +79,8 @@ def table(view: View, p: int, title: str | None = None, changed: View | None = N
                 continue
             style = _heat_style(x) if view.heat else None
             cells.append(Text(cell_text(x, p), style=style) if style else cell_text(x, p))
-        t.add_row(view.row_labels[i], *cells)
+        # labels are tokens: Text, never markup ("[unused0]" would vanish, "[/INST]" would raise)
+        t.add_row(Text(view.row_labels[i]), *cells)
     return t
 
 

@@ -44,8 +44,11 @@ class View:
 HEAT = {"A", "probs", "M"}
 
 
-def views(name: str, node, value, max_rows: int = 16, max_cols: int = 12, max_heads: int = 8) -> list[View]:
-    """The slices of `value` to draw: one per head for [h, n, m], one for a matrix, a row for a vector."""
+def views(
+    name: str, node, value, max_rows: int = 16, max_cols: int = 12, max_heads: int = 8, head: int | None = None
+) -> list[View]:
+    """The slices of `value` to draw: one per head for [h, n, m] (only `head` when given), one for a matrix,
+    a row for a vector."""
     a = np.asarray(value)
     shape = "×".join(map(str, a.shape)) or say("caption.scalar")
     base = name.split(".")[-1]
@@ -65,7 +68,11 @@ def views(name: str, node, value, max_rows: int = 16, max_cols: int = 12, max_he
     if a.ndim == 1 and node is not None and node.rows and not node.cols:
         cols_l = node.rows
     if a2.ndim == 3:
-        heads = visible(a2.shape[0], max_heads)
+        if head is not None and not 0 <= head < a2.shape[0]:
+            from attncalc.errors import InputError
+
+            raise InputError("--head", f"a head from 0 to {a2.shape[0] - 1}", str(head))
+        heads = visible(a2.shape[0], max_heads) if head is None else [head]
         out = []
         for h in heads:
             if h is None:

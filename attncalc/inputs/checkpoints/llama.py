@@ -1,0 +1,117 @@
+"""LLaMA-family decoders (LLaMA, Mistral, Qwen2 with q/k/v biases, SmolLM2) onto attncalc's fixture.
+
+Pre-norm RMSNorm, RoPE in the "half" layout with the config's rope_theta and rope_scaling, grouped
+query attention, SwiGLU (gate = W1, up = W3, down = W2), a final norm, tied or separate output.
+Names are Hugging Face's for safetensors and llama.cpp's for GGUF. nn.Linear stores [out, in];
+attncalc multiplies x·W, so every weight is transposed (`.T`).
+"""
+
+from __future__ import annotations
+
+from attncalc.errors import InputError
+
+MODEL_TYPES = ("llama", "mistral", "qwen2")
+GGUF_ARCHITECTURES = ("llama", "qwen2")
+
+HF = {
+    "embedding": "model.embed_tokens.weight",
+    "output": "lm_head.weight",
+    "final_norm": "model.norm.weight",
+    "Wq": "model.layers.{i}.self_attn.q_proj.{part}",
+    "Wk": "model.layers.{i}.self_attn.k_proj.{part}",
+    "Wv": "model.layers.{i}.self_attn.v_proj.{part}",
+    "Wo": "model.layers.{i}.self_attn.o_proj.{part}",
+    "W1": "model.layers.{i}.mlp.gate_proj.{part}",
+    "W3": "model.layers.{i}.mlp.up_proj.{part}",
+    "W2": "model.layers.{i}.mlp.down_proj.{part}",
+    "norm1": "model.layers.{i}.input_layernorm.weight",
+    "norm2": "model.layers.{i}.post_attention_layernorm.weight",
+}
+GGUF = {
+    "embedding": "token_embd.weight",
+    "output": "output.weight",
+    "final_norm": "output_norm.weight",
+    "Wq": "blk.{i}.attn_q.{part}",
+    "Wk": "blk.{i}.attn_k.{part}",
+    "Wv": "blk.{i}.attn_v.{part}",
+    "Wo": "blk.{i}.attn_output.{part}",
+    "W1": "blk.{i}.ffn_gate.{part}",
+    "W3": "blk.{i}.ffn_up.{part}",
+    "W2": "blk.{i}.ffn_down.{part}",
+    "norm1": "blk.{i}.attn_norm.weight",
+    "norm2": "blk.{i}.ffn_norm.weight",
+}
+
+
+def unpermute(rows, heads: int):
+    """Undo llama.cpp's reordering of attn_q / attn_k rows (its converter interleaves each head's two
+    rotary halves, for its own RoPE kernel): [h, 2, d/2] back to [h, d/2, 2] order, per head."""
+    shape = rows.shape
+    half = shape[0] // heads // 2
+    return rows.reshape(heads, half, 2, *shape[1:]).swapaxes(1, 2).reshape(shape)
+
+
+def rope_position(config: dict) -> dict:
+    """position.*: RoPE with the config's theta and scaling (transformers 5 keeps both in rope_parameters)."""
+    params = dict(config.get("rope_parameters") or {})
+    scaling = dict(config.get("rope_scaling") or {}) or {k: v for k, v in params.items() if k != "rope_theta"}
+    theta = params.get("rope_theta", config.get("rope_theta", 10000.0))
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    position = {"type": "rope", "theta": float(theta), "layout": "half"}
+    if kind != "default":
+        scaling.setdefault("max_position_embeddings", config.get("max_position_embeddings"))
+        position["scaling"] = {k: v for k, v in scaling.items() if v is not None}
+    return position
+
+
+def fixture(config: dict, tensors, where: str, gguf_architecture: str | None = None) -> dict:
+    """The decoder's fixture fields; weights stay unread `Lazy` objects until a stage needs them."""
+    act = config.get("hidden_act", "silu")
+    if act != "silu":
+        raise InputError(f"{where}: hidden_act", "silu (SwiGLU)", repr(act))
+    names = GGUF if gguf_architecture else HF
+    available = set(tensors.names())
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads") or heads
+
+    def linear(key, i, part="weight", heads_of_rows=None):
+        name = names[key].format(i=i, part=part)
+        if name not in available:
+            return None
+        lazy = tensors.get(name)
+        if heads_of_rows and gguf_architecture == "llama":  # only llama.cpp's LLaMA converter permutes
+            lazy = lazy.then(lambda rows: unpermute(rows, heads_of_rows), lazy.shape)
+        return lazy.T if part == "weight" else lazy
+
+    layers = []
+    for i in range(config["num_hidden_layers"]):
+        attention = {"heads": heads, "kv_heads": kv_heads}
+        for key, rows_heads in (("Wq", heads), ("Wk", kv_heads), ("Wv", None), ("Wo", None)):
+            attention[key] = linear(key, i, heads_of_rows=rows_heads)
+            bias = linear(key, i, "bias", rows_heads)
+            if bias is not None:
+                attention["b" + key[1].lower()] = bias
+        layers.append(
+            {
+                "self_attention": attention,
+                "ffn": {key: linear(key, i) for key in ("W1", "W3", "W2")},
+                "norm1": {"gamma": tensors.get(names["norm1"].format(i=i))},
+                "norm2": {"gamma": tensors.get(names["norm2"].format(i=i))},
+            }
+        )
+    tied = names["output"] not in available
+    embedding = tensors.get(names["embedding"])
+    return {
+        "d_model": config["hidden_size"],
+        "embedding": embedding.widened() if tied else embedding,
+        "position": rope_position(config),
+        "decoder": {
+            "norm": "rmsnorm",
+            "eps": config.get("rms_norm_eps", 1e-6),
+            "norm_first": True,
+            "activation": "swiglu",
+            "layers": layers,
+            "final_norm": {"gamma": tensors.get(names["final_norm"])},
+        },
+        "output": {"tied": True} if tied else {"W": tensors.get(names["output"]).widened().T},
+    }
