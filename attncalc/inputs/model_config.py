@@ -13,7 +13,7 @@ import os
 from attncalc.errors import InputError, describe
 
 GGUF_INSTALL = "pip install 'attncalc[models]' (the gguf package)"
-GGUF_KEYS = {  # GGUF key (after "{arch}.") -> config.json key
+GGUF_KEYS = {  # GGUF key (after "{arch}.") -> config.json key; kvcache, cost and checkpoints all read it
     "block_count": "num_hidden_layers",
     "embedding_length": "hidden_size",
     "feed_forward_length": "intermediate_size",
@@ -24,6 +24,8 @@ GGUF_KEYS = {  # GGUF key (after "{arch}.") -> config.json key
     "context_length": "max_position_embeddings",
     "vocab_size": "vocab_size",
     "rope.freq_base": "rope_theta",
+    "attention.layer_norm_rms_epsilon": "rms_norm_eps",
+    "attention.layer_norm_epsilon": "layer_norm_eps",
 }
 GGUF_FILE_TYPES = {0: "float32", 1: "float16", 32: "bfloat16"}  # llama_ftype: the unquantised ones
 

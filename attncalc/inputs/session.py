@@ -133,8 +133,6 @@ def _source(req: Request):
     """(fixture dict, where it came from, strict, input document or None). A document with tensors
     whose fixture has no vocab and no embedding was made from inline matrices: it stays a calculator
     (unless its fixture refers to model files: inputs/checkpoints/source.py)."""
-    from attncalc.inputs.checkpoints.source import is_reference
-
     given = [x for x in (req.example, req.fixture, req.document) if x] + (["a dict"] if req.data is not None else [])
     if len(given) > 1:
         raise InputError("input", "one of --example, --fixture or a document", ", ".join(given))
@@ -162,9 +160,7 @@ def _source(req: Request):
         where = "<stdin>" if path == "-" else path
         doc = read_document(text, where)
         calculator = (
-            bool(doc["tensors"])
-            and not ({"vocab", "embedding"} & set(doc["fixture"]))
-            and not is_reference(doc["fixture"])
+            bool(doc["tensors"]) and not ({"vocab", "embedding"} & set(doc["fixture"])) and not _refers(doc["fixture"])
         )
         return doc["fixture"], "inline" if calculator else where, not calculator, doc
     if req.inline:
@@ -263,20 +259,36 @@ def _unknown(kind: str, where: str, names: list[str], known) -> str:
     return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=", ".join(names))
 
 
+def _refers(fixture) -> bool:
+    from attncalc.inputs.checkpoints.source import is_reference
+
+    return is_reference(fixture)
+
+
+def _fixture_reference(path: str):
+    from attncalc.inputs.checkpoints.source import fixture_reference
+
+    return fixture_reference(path)
+
+
 def deepest_stage(raw: dict) -> str:
     """The last stage a fixture has the parts for: decoder, encoder, else one attention block."""
     return "decoder" if raw.get("decoder") else "encoder" if raw.get("encoder") else "attend"
 
 
 def open_session(req: Request) -> Session:
-    from attncalc.inputs.checkpoints.source import fixture_reference, from_reference, is_reference, model_input
+    opened = None  # the checkpoint readers are imported only for a model, a fixture file or a document
+    if (req.model, req.text, req.ids) != (None, None, None):
+        from attncalc.inputs.checkpoints.source import model_input
 
-    opened = model_input(req.model, req.text, req.ids)  # None without --model
+        opened = model_input(req.model, req.text, req.ids)
     if opened and (req.example or req.fixture or req.document or req.data is not None):
         raise InputError("--model", "one input (--model, --example, --fixture or a document)", "more than one")
     raw, source, strict, doc = (opened[0], opened[1], True, None) if opened else _source(req)
-    reference = opened[2] if opened else fixture_reference(req.fixture) if req.fixture else None
-    if doc and is_reference(doc["fixture"]):
+    reference = opened[2] if opened else _fixture_reference(req.fixture) if req.fixture else None
+    if doc and _refers(doc["fixture"]):
+        from attncalc.inputs.checkpoints.source import from_reference
+
         raw, _, reference = from_reference(doc["fixture"], source)
     if req.stage is None:
         req = replace(req, stage=deepest_stage(raw))

@@ -8,8 +8,6 @@ names into attncalc's fixture layout; nothing architecture-specific lives anywhe
 
 from __future__ import annotations
 
-import glob
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -116,6 +114,8 @@ def resolve(spec: str) -> str:
         for root in cache_roots():
             snapshots = os.path.join(root, "models--" + spec.replace("/", "--"), "snapshots")
             looked.append(snapshots)
+            import glob
+
             found = sorted(glob.glob(os.path.join(snapshots, "*")), key=os.path.getmtime)
             if found:
                 return found[-1]
@@ -132,6 +132,8 @@ def _safetensors_files(folder: str) -> list[str]:
         with open(index, encoding="utf-8") as f:
             shards = sorted(set(json.load(f)["weight_map"].values()))
         return [os.path.join(folder, s) for s in shards]
+    import glob
+
     return sorted(glob.glob(os.path.join(folder, "*.safetensors")))
 
 
@@ -159,23 +161,10 @@ def open_checkpoint(spec: str) -> Checkpoint:
     return Checkpoint(path, files, config, SafetensorsFiles(files), tokens.from_folder(path, config))
 
 
-GGUF_CONFIG = {  # llama.cpp metadata key (after "<architecture>.") → Hugging Face config name
-    "embedding_length": "hidden_size",
-    "block_count": "num_hidden_layers",
-    "feed_forward_length": "intermediate_size",
-    "attention.head_count": "num_attention_heads",
-    "attention.head_count_kv": "num_key_value_heads",
-    "attention.layer_norm_rms_epsilon": "rms_norm_eps",
-    "attention.layer_norm_epsilon": "layer_norm_eps",
-    "rope.freq_base": "rope_theta",
-    "context_length": "max_position_embeddings",
-    "vocab_size": "vocab_size",
-}
-
-
 def gguf_config(file) -> tuple[dict, str]:
     """A GGUF's metadata under Hugging Face's config names, and its architecture."""
     from attncalc.inputs.checkpoints import llama
+    from attncalc.inputs.model_config import GGUF_KEYS
 
     arch = file.meta("general.architecture")
     if arch not in llama.GGUF_ARCHITECTURES:
@@ -183,7 +172,7 @@ def gguf_config(file) -> tuple[dict, str]:
             f"{file.path}: general.architecture", "one of " + ", ".join(llama.GGUF_ARCHITECTURES), repr(arch)
         )
     config = {"model_type": arch, "hidden_act": "silu"}
-    for key, name in GGUF_CONFIG.items():
+    for key, name in GGUF_KEYS.items():
         value = file.meta(f"{arch}.{key}")
         if value is not None:
             config[name] = value
@@ -205,6 +194,8 @@ def gguf_config(file) -> tuple[dict, str]:
 def fingerprint(path: str) -> dict:
     """Size and SHA-256 of the first and last MiB of a file: cheap on gigabytes, and it changes when
     the weights are re-quantised, re-saved or truncated (not when the file is only copied)."""
+    import hashlib  # only for a model or a large fixture: a stage command on an example never loads it
+
     try:
         size = os.path.getsize(path)
         digest = hashlib.sha256(str(size).encode())
