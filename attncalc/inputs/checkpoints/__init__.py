@@ -194,11 +194,17 @@ def gguf_config(file) -> tuple[dict, str]:
 def fingerprint(path: str) -> dict:
     """Size and SHA-256 of the first and last MiB of a file: cheap on gigabytes, and it changes when
     the weights are re-quantised, re-saved or truncated (not when the file is only copied)."""
-    import hashlib  # only for a model or a large fixture: a stage command on an example never loads it
+    try:  # CPython's own SHA-256 (1 ms to import) rather than hashlib, which loads OpenSSL and BLAKE2 (~20 ms)
+        from _sha2 import sha256  # Python ≥ 3.12
+    except ImportError:
+        try:
+            from _sha256 import sha256  # Python 3.10, 3.11
+        except ImportError:
+            from hashlib import sha256
 
     try:
         size = os.path.getsize(path)
-        digest = hashlib.sha256(str(size).encode())
+        digest = sha256(str(size).encode())
         with open(path, "rb") as f:
             digest.update(f.read(HASHED))
             if size > HASHED:
