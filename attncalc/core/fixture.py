@@ -69,12 +69,16 @@ def _find_ragged(value, path: str) -> None:
 
 
 def _from_array(value, path: str, allow_neg_inf: bool) -> np.ndarray:
-    """A NumPy array (or anything with `__array__`: a torch tensor, a pandas frame) as a float array,
-    checked like a nested list: numbers only, finite (−∞ where allowed), the first bad cell named."""
+    """A NumPy array (or anything with `__array__`: a torch tensor, a checkpoint weight read on first use)
+    as a float array, checked like a nested list: numbers only, finite (−∞ where allowed), the first bad cell
+    named. float32 stays float32 (a real model's weights: the matmuls widen them exactly, and a float64 copy
+    would double the memory of every weight read)."""
     arr = np.asarray(value)
     if arr.dtype.kind not in "iuf":  # bool, complex, strings, objects: the list path names the bad cell
         return to_array(arr.tolist(), path, allow_neg_inf)
-    arr = arr.astype(float)
+    arr = arr if arr.dtype == np.float32 else arr.astype(float, copy=False)
+    if np.isfinite(arr).all():
+        return arr
     bad = ~np.isfinite(arr) & ~(np.isneginf(arr) if allow_neg_inf else False)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -90,12 +94,6 @@ def to_array(value, path: str, allow_neg_inf: bool = False) -> np.ndarray:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _scan_bad_number(value, path, allow_neg_inf)
         return np.asarray(float(value))
-    if hasattr(value, "__array__"):  # an array, or a checkpoint weight read on first use
-        arr = np.asarray(value)
-        arr = arr if arr.dtype == np.float32 else arr.astype(float, copy=False)  # float32 weights stay
-        if not np.isfinite(arr).all():
-            raise InputError(path, "finite numbers", "NaN or ∞ in the weights")
-        return arr
     if not isinstance(value, list):
         raise InputError(path, "a list of numbers", describe(value))
     _check_rectangular(value, path)
