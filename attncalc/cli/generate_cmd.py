@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -21,54 +21,23 @@ MaxNew = Annotated[
         "--max-new-tokens", "-n", help="Stop after this many new tokens (or at eos).", rich_help_panel=GENERATION
     ),
 ]
-Strategy = Annotated[
-    Optional[str],
-    typer.Option(
-        "--strategy",
-        help="greedy|sample (default: greedy, or sample when a sampling option is given).",
-        rich_help_panel=GENERATION,
-        show_default=False,
-    ),
-]
-Temperature = Annotated[
-    Optional[float],
-    typer.Option(
-        "--temperature", help="Divide the logits by T > 0 (default 1).", rich_help_panel=GENERATION, show_default=False
-    ),
-]
-TopK = Annotated[
-    Optional[int],
-    typer.Option(
-        "--top-k", help="Keep the K most likely tokens (0 = all).", rich_help_panel=GENERATION, show_default=False
-    ),
-]
-TopP = Annotated[
-    Optional[float],
-    typer.Option(
-        "--top-p",
-        help="Keep the smallest set whose probability reaches P, in (0, 1] (default 1).",
-        rich_help_panel=GENERATION,
-        show_default=False,
-    ),
-]
-Seed = Annotated[
-    Optional[int],
-    typer.Option(
-        "--seed",
-        help="Seed of NumPy's generator: the same seed repeats a sampled run exactly.",
-        rich_help_panel=GENERATION,
-        show_default=False,
-    ),
-]
-Only = Annotated[
-    Optional[str],
-    typer.Option(
-        "--only",
-        help="With -f json keep only these tensors of every step, e.g. logits,probs,dec.0.self.A.",
-        rich_help_panel=o.OUTPUT,
-        show_default=False,
-    ),
-]
+Strategy = o.optional(
+    "--strategy", help="greedy|sample (default: greedy, or sample when a sampling option is given).", panel=GENERATION
+)
+Temperature = o.optional("--temperature", help="Divide the logits by T > 0 (default 1).", panel=GENERATION, kind=float)
+TopK = o.optional("--top-k", help="Keep the K most likely tokens (0 = all).", panel=GENERATION, kind=int)
+TopP = o.optional(
+    "--top-p",
+    help="Keep the smallest set whose probability reaches P, in (0, 1] (default 1).",
+    panel=GENERATION,
+    kind=float,
+)
+Seed = o.optional(
+    "--seed", help="Seed of NumPy's generator: the same seed repeats a sampled run exactly.", panel=GENERATION, kind=int
+)
+Only = o.optional(
+    "--only", help="With -f json keep only these tensors of every step, e.g. logits,probs,dec.0.self.A.", panel=o.OUTPUT
+)
 KvCache = Annotated[
     bool,
     typer.Option(
