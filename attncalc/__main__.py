@@ -1,5 +1,5 @@
 """`python -m attncalc`."""
 
-from attncalc.cli.app import app
+from attncalc.cli.app import program
 
-app(prog_name="attncalc")
+program()

@@ -1,5 +1,7 @@
 """`--help` and the CLI module must not import NumPy: every command pays Python's start-up in a pipe."""
 
+import json
+import os
 import subprocess
 import sys
 
@@ -101,3 +103,53 @@ def test_only_the_full_screen_walk_loads_textual(args):
         stdin=subprocess.DEVNULL,
     )
     assert run.stdout.strip().splitlines()[-1] == "CLEAN", run.stdout[-500:] + run.stderr
+
+
+# ---- the exit: no interpreter teardown, nothing lost -----------------------------------------------
+
+LEAVE = """
+import atexit, sys, threading, time
+from attncalc.cli.options import leave
+atexit.register(lambda: print("atexit ran"))
+if sys.argv[1] == "thread":  # a thread still working: the normal exit, which waits for it
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
+print("out " * 100_000, end="")
+leave(int(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_leave_keeps_the_output_the_atexit_handlers_and_the_code(code):
+    run = subprocess.run([sys.executable, "-c", LEAVE, "plain", str(code)], capture_output=True, text=True)
+    assert run.returncode == code
+    assert run.stdout == "out " * 100_000 + "atexit ran\n" and run.stderr == ""
+
+
+def test_leave_waits_for_a_running_thread():
+    run = subprocess.run([sys.executable, "-c", LEAVE, "thread", "0"], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.endswith("thread done\natexit ran\n")
+
+
+def test_the_program_writes_a_large_document_whole_through_a_pipe():
+    run = subprocess.run(
+        [sys.executable, "-m", "attncalc", "attend", "--example", "tinyllama", "-f", "json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["tensors"]["Z"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_a_full_disk_is_exit_74_not_an_internal_error(fmt):
+    with open("/dev/full", "w") as full:
+        run = subprocess.run(
+            [sys.executable, "-m", "attncalc", "softmax", "--example", "woaini", "-f", fmt],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert run.returncode == 74
+    assert run.stderr == "attncalc: error: standard output: No space left on device\n"

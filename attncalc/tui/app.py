@@ -422,7 +422,12 @@ class WalkApp(App):
 
 
 def run(walk, quiz: bool) -> int:
-    """The full-screen walk; prints the summary line after it and returns the exit code."""
+    """The full-screen walk; prints the summary line after it and returns the exit code. It lives for as
+    long as the learner likes, and Textual's widgets and messages form cycles: the cyclic collector,
+    which the one-shot commands go without (cli.app.program), runs again."""
+    import gc
+
+    gc.enable()
     app = WalkApp(walk, quiz)
     app.run()
     print(app.summary())
