@@ -161,6 +161,24 @@ def test_a_fixture_file_over_1_mb_is_named_not_copied(tmp_path, cli):
     assert r.exit_code == 2 and "big.json" in r.output and "changed" in r.output
 
 
+def test_a_table_of_a_big_fixture_does_not_hash_it(tmp_path, cli, monkeypatch):
+    """Only a document names the file by its fingerprint: a table has no use for one (nor its time)."""
+    from attncalc.inputs import checkpoints
+    from attncalc.inputs.examples import load_example
+
+    raw = load_example("woaini")
+    raw["description"] = "x" * (1 << 20)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    hashed = []
+    real = checkpoints.fingerprint
+    monkeypatch.setattr(checkpoints, "fingerprint", lambda p: hashed.append(p) or real(p))
+    table = cli("qkv", "--fixture", str(path), "-f", "table")
+    assert table.exit_code == 0 and "Q = H·Wq" in table.stdout and hashed == []
+    assert doc(cli("qkv", "--fixture", str(path), "-f", "json"))["fixture"]["file"]["size"] == path.stat().st_size
+    assert hashed == [str(path)]
+
+
 def test_without_the_models_extra_model_exits_2_with_the_pip_command(monkeypatch, cli, tmp_path):
     monkeypatch.setitem(sys.modules, "safetensors", None)  # as if not installed: import raises ImportError
     r = cli("qkv", "--model", str(tmp_path), "--ids", "1 2")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -79,7 +81,13 @@ class Session:
     passthrough: dict  # tensors of the input document the graph does not make (kept: docs/document.md)
     tokens: dict
     typed: list = field(default_factory=list)  # the inline options given (--x, --wq, …), for messages
-    reference: dict | None = None  # what a document keeps instead of the fixture (a model's files, ids)
+    # what a document keeps instead of the fixture (a model's files and ids, a big fixture file's
+    # fingerprint): a function, called only when a document is written (a table needs no hash of the file)
+    reference_of: Callable[[], dict | None] = lambda: None
+
+    @cached_property
+    def reference(self) -> dict | None:
+        return self.reference_of()
 
 
 def read_text(path: str) -> str:
@@ -265,7 +273,13 @@ def _refers(fixture) -> bool:
     return is_reference(fixture)
 
 
-def _fixture_reference(path: str):
+def _big_file(path: str) -> bool:
+    from attncalc.inputs.checkpoints.source import big_fixture
+
+    return big_fixture(path)
+
+
+def _fixture_reference(path: str) -> dict:
     from attncalc.inputs.checkpoints.source import fixture_reference
 
     return fixture_reference(path)
@@ -285,7 +299,8 @@ def open_session(req: Request) -> Session:
     if opened and (req.example or req.fixture or req.document or req.data is not None):
         raise InputError("--model", "one input (--model, --example, --fixture or a document)", "more than one")
     raw, source, strict, doc = (opened[0], opened[1], True, None) if opened else _source(req)
-    reference = opened[2] if opened else _fixture_reference(req.fixture) if req.fixture else None
+    reference = opened[2] if opened else None
+    big_file = not opened and req.fixture and _big_file(req.fixture)  # named by a reference, not copied
     if doc and _refers(doc["fixture"]):
         from attncalc.inputs.checkpoints.source import from_reference
 
@@ -326,7 +341,12 @@ def open_session(req: Request) -> Session:
     d_k = None
     if "Q" in given:
         d_k = given["Q"][1].shape[1] // (req.heads or 1)
-    fx = Fixture(raw, source if source != "inline" else "", strict, prefix="fixture." if doc and not reference else "")
+    fx = Fixture(
+        raw,
+        source if source != "inline" else "",
+        strict,
+        prefix="fixture." if doc and not (reference or big_file) else "",
+    )
     opts = Options(
         kind=options.get("kind"), scale=options.get("scale"), block=block, d_k=d_k, layer=options.get("layer")
     )
@@ -366,7 +386,7 @@ def open_session(req: Request) -> Session:
         passthrough=passthrough,
         tokens=tokens,
         typed=["--" + k for k in req.inline],
-        reference=reference,
+        reference_of=partial(_fixture_reference, req.fixture) if big_file and not reference else lambda: reference,
     )
 
 

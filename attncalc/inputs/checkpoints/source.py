@@ -66,13 +66,18 @@ def is_reference(fixture) -> bool:
     )
 
 
-def fixture_reference(path: str) -> dict | None:
-    """`{"file": fingerprint}` for a fixture file over 1 MB (documents name it instead of copying it)."""
+def big_fixture(path: str) -> bool:
+    """A fixture file over 1 MB: documents name it (`fixture_reference`) instead of copying it."""
     import os
 
+    return os.path.getsize(path) > BIG_FIXTURE
+
+
+def fixture_reference(path: str) -> dict:
+    """`{"file": fingerprint}` of a big fixture file."""
     from attncalc.inputs.checkpoints import fingerprint
 
-    return {"file": fingerprint(path)} if os.path.getsize(path) > BIG_FIXTURE else None
+    return {"file": fingerprint(path)}
 
 
 def _check_file(saved, where: str) -> str:
