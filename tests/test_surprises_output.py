@@ -96,6 +96,12 @@ def test_huge_values_print_in_scientific_notation(cli):
     assert "1.000e+300" in result.stdout and "0" * 30 not in result.stdout.split("Q[")[0]
     notes = cli("qkv", "--x", "1 2", "--wq", "1e300 0; 0 1", "--wk", "1 0; 0 1", "-f", "markdown", "--no-work")
     assert "1.000e+300" in notes.stdout
+    for fmt in ("table", "markdown"):  # compare's cells too, in both its layouts
+        compared = cli(
+            "compare", "--example", "woaini", "--stage", "qkv", "--set", "attention.Wq[0][0]=1e300", "-f", fmt
+        )
+        assert compared.exit_code == 0, compared.stderr
+        assert "1.909e+300" in compared.stdout and "0" * 30 not in compared.stdout
 
 
 # ---- worksheets as people write them ------------------------------------------------------------

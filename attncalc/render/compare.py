@@ -94,7 +94,7 @@ def print_comparison(c, p: int, all_tensors: bool) -> None:
 
 
 def markdown_comparison(c, p: int, all_tensors: bool) -> str:
-    from attncalc.render.text import fmt
+    from attncalc.render.view import cell_text
 
     parts = [
         f"**{t('cmp.title', stage=c.stage, source=source_text(c))}**",
@@ -127,7 +127,7 @@ def markdown_comparison(c, p: int, all_tensors: bool) -> str:
                         if i is None or j is None:
                             cells.append("⋮" if i is None else "…")
                             continue
-                        text = fmt(float(v.matrix[i, j]), p)
+                        text = cell_text(float(v.matrix[i, j]), p)
                         cells.append(f"**{text}**" if cv is not None and cv.matrix[i, j] else text)
                     parts.append(
                         "| " + ("⋮" if i is None else f"**{v.row_labels[i]}**") + " | " + " | ".join(cells) + " |"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from attncalc.render.text import fmt
-from attncalc.render.view import views
+from attncalc.render.view import cell_text, views
 from attncalc.texts import t as say
 
 WHAT = ("q", "q_rope", "k_new", "k_new_rope", "v_new", "K", "V", "A")  # what each is: the texts gen.what.*
@@ -91,7 +91,7 @@ def cell(row, key, p) -> str:
     v = row[key]
     if isinstance(v, bool):
         return say("gen.kept") if v else "—"
-    return fmt(v, p) if isinstance(v, float) else str(v)
+    return cell_text(v, p) if isinstance(v, float) else str(v)
 
 
 def choice_line(step, p) -> str:
