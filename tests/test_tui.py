@@ -216,6 +216,25 @@ def test_quiz_verdicts_score_and_the_line_after(woaini):
     assert app.summary() == "attncalc walk: 3 of 30 steps seen. Quiz: 1 of 2 right."
 
 
+def test_a_resize_after_the_answer_keeps_the_verdict(woaini):
+    """The terminal's size can arrive late (tmux sizes a new window after the app started): the step
+    redrawn at the new width still says the verdict above its cell's arithmetic, until the cursor moves."""
+    said = []
+
+    async def check(app, pilot):
+        await pilot.press("1", "enter")
+        await pilot.resize_terminal(90, 36)
+        await pilot.pause()
+        app.rewrap()
+        said.append(app.panel_text)
+        await pilot.press("right")
+        said.append(app.panel_text)
+
+    drive(woaini["en"], quiz=True, check=check)
+    assert said[0].startswith("Right: 1 is within 0.5 of 1.000.\nX[爱, 1] = E[爱, 1] = 1")
+    assert said[1].startswith("X[爱, 2] = ") and "Right" not in said[1]
+
+
 def test_l_switches_between_english_and_chinese_live(woaini):
     seen = []
 

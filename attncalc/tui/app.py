@@ -79,6 +79,7 @@ class WalkApp(App):
         self.asking = ""  # "cell", "step" or "quiz": what the input line is for
         self.typed = ""  # the input line's text
         self.panel_text = ""
+        self.verdict: tuple[tuple, str] | None = None  # ((step, grid, cell), what the quiz said of it)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -199,7 +200,10 @@ class WalkApp(App):
         grid = self.grids[self.current]
         if grid.cursor == grid.hidden and self.asking == "quiz":
             return  # the quiz question stays in the panel
-        self.say(arithmetic(self.walk, grid.matrix, grid.matrix.index(grid.cursor), self.right_width()))
+        text = arithmetic(self.walk, grid.matrix, grid.matrix.index(grid.cursor), self.right_width())
+        if self.verdict and self.verdict[0] == (self.k, self.current, grid.cursor):  # above its cell's arithmetic,
+            text = Text(self.verdict[1] + "\n") + text  # also when a resize redraws the step after the answer
+        self.say(text)
 
     def say(self, text: Text) -> None:
         self.panel_text = text.plain
@@ -407,8 +411,8 @@ class WalkApp(App):
         self.asked[self.k] = None if verdict is None else verdict[0]
         grid.hidden = None
         self.close_input()
+        self.verdict = ((self.k, self.current, grid.cursor), said)
         self.place(grid.cursor)
-        self.say(Text(said + "\n" + self.panel_text))
         self.update_footer()
 
     def summary(self) -> str:
