@@ -319,3 +319,15 @@ def test_a_reader_that_stops_early_is_no_error(fmt):
     proc.stdout.close()  # before the command writes anything: `attncalc … | head -0`
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 0 and err == b"", err
+
+
+def test_a_mask_that_blocks_nothing_is_not_an_n_by_n_matrix_in_memory():
+    from attncalc.core.position_ops import MaskMatrix
+
+    scores = np.zeros((2, 4096, 4096), dtype=np.float32)
+    m = MaskMatrix("none").compute(scores)
+    assert m.shape == (4096, 4096) and m.strides == (0, 0) and float(m[17, 4000]) == 1.0  # 8 bytes, not 128 MB
+    causal = MaskMatrix("causal").compute(scores[:, :3, :3])
+    np.testing.assert_array_equal(causal, [[1, 0, 0], [1, 1, 0], [1, 1, 1]])
+    padded = MaskMatrix("padding", key_is_pad=[False, True, False]).compute(scores[:, :2, :3])
+    np.testing.assert_array_equal(padded, [[1, 0, 1], [1, 0, 1]])

@@ -230,7 +230,7 @@ class Mask(Op):
 
     def compute(self, s, m, reuse=False):
         _need(m.shape == s.shape[-2:], "M", f"a {'×'.join(map(str, s.shape[-2:]))} mask", _shape(m))
-        allowed = m.astype(bool)
+        allowed = m != 0
         if allowed.all():
             return s  # nothing blocked: no copy of an h·n² matrix
         if reuse:

@@ -66,10 +66,14 @@ class MaskMatrix(Op):
 
     def compute(self, s):
         n, m = s.shape[-2:]
+        causal = "causal" in self.kind
+        padding = "padding" in self.kind and self.key_is_pad is not None and len(self.key_is_pad) == m
+        if not (causal or padding):  # every key visible: one 1 seen n×m times (read-only), not 8·n·m bytes
+            return np.broadcast_to(np.float64(1.0), (n, m))  # to fill (128 MB at n = 4096)
         allowed = np.ones((n, m), dtype=bool)
-        if "causal" in self.kind:
+        if causal:
             allowed &= np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n)
-        if "padding" in self.kind and self.key_is_pad is not None and len(self.key_is_pad) == m:
+        if padding:
             allowed &= ~np.asarray(self.key_is_pad, bool)[None, :]
         return allowed.astype(float)
 
