@@ -300,9 +300,6 @@ def serving_cost(
         }
         notes.append(texts.t("cost.moe_routing", e=e, k=k))
 
-    ttft = _bound(prefill_flops, weights_bytes + kv_prompt["bytes"], hardware, peak)
-    tpot = _bound(decode_flops, decode_weights + kv["bytes"], hardware, peak)
-
     # the GPUs: tensor parallel splits weights, KV heads and FLOPs; pipeline parallel splits the layers
     kv_per_gpu_heads, replicated = estimate.kv_heads_per_gpu(t["kv_heads"], heads, tp)
     gpus = tp * pp
@@ -339,31 +336,26 @@ def serving_cost(
     if efficiency is None and hardware.kind not in ("datacenter",):
         notes.append(texts.t("cost.efficiency_borrowed", name=hardware.name))
     # a token passes every stage in turn: the pipeline's latency is the sum of its stages, i.e. all the
-    # work at one tensor-parallel group's rate (each stage does 1/pp of it)
-    prefill_est = estimate.step(
-        prefill_flops / tp,
-        (weights_bytes + kv_prompt["bytes"]) / tp,
-        peak=peak,
-        bandwidth=hardware.bandwidth,
-        efficiency=eff,
-        layers=layers,
-        comm_s=comm_s["prefill"],
+    # work at one tensor-parallel group's rate (each stage does 1/pp of it); the bound of tensor parallelism
+    # alone divides the work among every GPU
+    work = {
+        "prefill": (prefill_flops, weights_bytes + kv_prompt["bytes"]),
+        "decode": (decode_flops, decode_weights + kv["bytes"]),
+    }
+    ways = tp if pp > 1 else gpus
+    ttft, tpot = (_bound(flops / ways, nbytes / ways, hardware, peak) for flops, nbytes in work.values())
+    prefill_est, decode_est = (
+        estimate.step(
+            flops / tp,
+            nbytes / tp,
+            peak=peak,
+            bandwidth=hardware.bandwidth,
+            efficiency=eff,
+            layers=layers,
+            comm_s=comm_s[phase],
+        )
+        for phase, (flops, nbytes) in work.items()
     )
-    decode_est = estimate.step(
-        decode_flops / tp,
-        (decode_weights + kv["bytes"]) / tp,
-        peak=peak,
-        bandwidth=hardware.bandwidth,
-        efficiency=eff,
-        layers=layers,
-        comm_s=comm_s["decode"],
-    )
-    if gpus > 1:
-        ttft = _bound(prefill_flops / gpus, (weights_bytes + kv_prompt["bytes"]) / gpus, hardware, peak)
-        tpot = _bound(decode_flops / gpus, (decode_weights + kv["bytes"]) / gpus, hardware, peak)
-        if pp > 1:  # the stages work one after another on one batch: no faster than one GPU group
-            ttft = _bound(prefill_flops / tp, (weights_bytes + kv_prompt["bytes"]) / tp, hardware, peak)
-            tpot = _bound(decode_flops / tp, (decode_weights + kv["bytes"]) / tp, hardware, peak)
     if tp > 1 and comm["decode"]["at_floor"]:
         notes.append(texts.t("cost.allreduce_floor", latency=f"{link.latency * 1e6:g}"))
     if pp > 1:

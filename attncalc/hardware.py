@@ -42,77 +42,30 @@ class Efficiency:
 
 
 T = 1e12
+
+
+def _part(name, bandwidth, memory, bf16, fp32, fp8=None, int8=None, *, kind, link=None, estimated=False):
+    """A preset from its sheet's figures in TFLOP/s (dense): bf16 = fp16, then fp8 and int8 where it has them."""
+    flops = {"bf16": bf16 * T, "fp16": bf16 * T}
+    flops.update({dtype: value * T for dtype, value in (("fp8", fp8), ("int8", int8)) if value})
+    flops["fp32"] = fp32 * T
+    return Hardware(name, bandwidth, flops, memory, estimated, kind, link)
+
+
 PRESETS = {
-    "A100-40GB": Hardware(
-        "A100-40GB",
-        1.555e12,
-        {"bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T, "fp32": 19.5 * T},
-        40e9,
-        kind="datacenter",
-        link="NVLink3",
-    ),
-    "A100-80GB": Hardware(
-        "A100-80GB",
-        2.039e12,
-        {"bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T, "fp32": 19.5 * T},
-        80e9,
-        kind="datacenter",
-        link="NVLink3",
-    ),
-    "H100-SXM": Hardware(
-        "H100-SXM",
-        3.35e12,
-        {"bf16": 989 * T, "fp16": 989 * T, "fp8": 1979 * T, "int8": 1979 * T, "fp32": 67 * T},
-        80e9,
-        kind="datacenter",
-        link="NVLink4",
-    ),
-    "H100-PCIe": Hardware(
-        "H100-PCIe",
-        2.0e12,
-        {"bf16": 756 * T, "fp16": 756 * T, "fp8": 1513 * T, "int8": 1513 * T, "fp32": 51 * T},
-        80e9,
-        kind="datacenter",
-        link="PCIe5",
-    ),
-    "H200": Hardware(
-        "H200",
-        4.8e12,
-        {"bf16": 989 * T, "fp16": 989 * T, "fp8": 1979 * T, "int8": 1979 * T, "fp32": 67 * T},
-        141e9,
-        kind="datacenter",
-        link="NVLink4",
-    ),
-    "L4": Hardware(
-        "L4",
-        0.3e12,
-        {"bf16": 121 * T, "fp16": 121 * T, "fp8": 242.5 * T, "int8": 242.5 * T, "fp32": 30.3 * T},
-        24e9,
-        kind="gddr",
-        link="PCIe4",
-    ),
-    "L40S": Hardware(
-        "L40S",
-        0.864e12,
-        {"bf16": 362.05 * T, "fp16": 362.05 * T, "fp8": 733 * T, "int8": 733 * T, "fp32": 91.6 * T},
-        48e9,
-        kind="gddr",
-        link="PCIe4",
-    ),
-    "RTX-4090": Hardware(
-        "RTX-4090",
-        1.008e12,
-        {"bf16": 165.2 * T, "fp16": 165.2 * T, "fp8": 330.3 * T, "int8": 660.6 * T, "fp32": 82.6 * T},
-        24e9,
-        kind="gddr",
-        link="PCIe4",
-    ),
-    "M2-Ultra": Hardware(
-        "M2-Ultra", 0.8e12, {"bf16": 27.2 * T, "fp16": 27.2 * T, "fp32": 27.2 * T}, 192e9, True, kind="apple"
-    ),
-    "M3-Max": Hardware(
-        "M3-Max", 0.4e12, {"bf16": 16.4 * T, "fp16": 16.4 * T, "fp32": 16.4 * T}, 128e9, True, kind="apple"
-    ),
+    hw.name: hw
+    for hw in (
+        _part("A100-40GB", 1.555e12, 40e9, 312, 19.5, int8=624, kind="datacenter", link="NVLink3"),
+        _part("A100-80GB", 2.039e12, 80e9, 312, 19.5, int8=624, kind="datacenter", link="NVLink3"),
+        _part("H100-SXM", 3.35e12, 80e9, 989, 67, 1979, 1979, kind="datacenter", link="NVLink4"),
+        _part("H100-PCIe", 2.0e12, 80e9, 756, 51, 1513, 1513, kind="datacenter", link="PCIe5"),
+        _part("H200", 4.8e12, 141e9, 989, 67, 1979, 1979, kind="datacenter", link="NVLink4"),
+        _part("L4", 0.3e12, 24e9, 121, 30.3, 242.5, 242.5, kind="gddr", link="PCIe4"),
+        _part("L40S", 0.864e12, 48e9, 362.05, 91.6, 733, 733, kind="gddr", link="PCIe4"),
+        _part("RTX-4090", 1.008e12, 24e9, 165.2, 82.6, 330.3, 660.6, kind="gddr", link="PCIe4"),
+        _part("M2-Ultra", 0.8e12, 192e9, 27.2, 27.2, kind="apple", estimated=True),
+        _part("M3-Max", 0.4e12, 128e9, 16.4, 16.4, kind="apple", estimated=True),
+    )
 }
 
 

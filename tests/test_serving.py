@@ -156,25 +156,23 @@ def test_efficiency_option_parsing():
         assert info.value.where.startswith("--efficiency")
 
 
+COST_70B = (
+    "cost",
+    os.path.join(CONFIGS, "llama-3-70b.json"),
+    "--prompt",
+    "2048",
+    "--generate",
+    "128",
+    "--gpu",
+    "H100-SXM",
+)
+
+
 @pytest.mark.parametrize("args", [["--tp", "2"], ["--pp", "2"], ["--tp", "2", "--pp", "2"]])
 def test_cli_json_for_several_gpus(cli, args):
     from tests.conftest import doc
 
-    d = doc(
-        cli(
-            "cost",
-            os.path.join(CONFIGS, "llama-3-70b.json"),
-            "--prompt",
-            "2048",
-            "--generate",
-            "128",
-            "--gpu",
-            "H100-SXM",
-            *args,
-            "-f",
-            "json",
-        )
-    )
+    d = doc(cli(*COST_70B, *args, "-f", "json"))
     gpus = 1
     for i in range(0, len(args), 2):
         gpus *= int(args[i + 1])
@@ -186,14 +184,7 @@ def test_cli_json_for_several_gpus(cli, args):
 def test_cli_chinese_and_refusals(cli):
     path = os.path.join(CONFIGS, "llama-3-70b.json")
     r = cli(
-        "cost",
-        path,
-        "--prompt",
-        "2048",
-        "--generate",
-        "128",
-        "--gpu",
-        "H100-SXM",
+        *COST_70B,
         "--tp",
         "2",
         "--lang",

@@ -84,35 +84,26 @@ def _gpu_lines(r: dict) -> list[str]:
         )
     link = t["hardware"]["link"]
     for phase in ("prefill", "decode"):
-        ar = t["communication"][phase]
-        if ar:
-            lines.append(
-                texts.t(
-                    "cost.line.allreduce",
-                    phase=texts.t("cost.phase." + phase),
-                    layers=t["kv"]["terms"]["layers"],
-                    tp=g["tp"],
-                    nbytes=ar["bytes"],
-                    link_bw=per_second(link["bandwidth"]),
-                    alpha=duration(link["latency_s"]),
-                    one=duration(ar["seconds"]),
-                    count=ar["count"],
-                    total=duration(ar["count"] * ar["seconds"]),
+        for key, text_key, ways in (
+            (phase, "cost.line.allreduce", {"tp": g["tp"], "layers": t["kv"]["terms"]["layers"]}),
+            ("pipeline_" + phase, "cost.line.pipeline", {"pp": g["pp"]}),
+        ):
+            sent = t["communication"][key]
+            if sent:
+                lines.append(
+                    texts.t(
+                        text_key,
+                        phase=texts.t("cost.phase." + phase),
+                        nbytes=sent["bytes"],
+                        link_bw=per_second(link["bandwidth"]),
+                        alpha=duration(link["latency_s"]),
+                        latency=duration(sent["latency_s"]),
+                        one=duration(sent["seconds"]),
+                        count=sent["count"],
+                        total=duration(sent["count"] * sent["seconds"]),
+                        **ways,
+                    )
                 )
-            )
-        send = t["communication"]["pipeline_" + phase]
-        if send:
-            lines.append(
-                texts.t(
-                    "cost.line.pipeline",
-                    phase=texts.t("cost.phase." + phase),
-                    pp=g["pp"],
-                    nbytes=send["bytes"],
-                    link_bw=per_second(link["bandwidth"]),
-                    latency=duration(send["latency_s"]),
-                    total=duration(send["count"] * send["seconds"]),
-                )
-            )
     m = r["moe"]
     if m:
         lines.append(
