@@ -21,6 +21,7 @@ from __future__ import annotations
 from attncalc import texts
 from attncalc.errors import InputError, describe
 from attncalc.hardware import Hardware
+from attncalc.inputs.model_config import GGUF_BYTES
 from attncalc.kvcache import is_encoder_only, kv_cache, pick_dtype
 
 WEIGHT_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
@@ -258,7 +259,12 @@ def serving_cost(
     bits = WEIGHT_BITS[wname]
     scale_bits = 16 / group_size if group_size else 0  # one fp16 scale per group of weights
     weights_bytes = -(-params["total"] * bits // 8) + -(-params["total"] * 16 // (8 * group_size) if group_size else 0)
-    if bits < 16:
+    stored = config.get(GGUF_BYTES)
+    if stored and weights_dtype is None and group_size is None:  # a GGUF at its own tensors' bytes
+        weights_bytes, wname = stored, "GGUF"
+        bits = 8 * stored / params["total"]  # bits per parameter, scales and all (for the experts' share)
+        notes.append(texts.t("cost.gguf_bytes", bits=f"{bits:.3g}"))
+    elif bits < 16:
         notes.append(
             texts.t(
                 "cost.quantised_groups" if group_size else "cost.quantised", dtype=wname, bits=bits, group=group_size
@@ -285,7 +291,7 @@ def serving_cost(
     decode_weights = weights_bytes
     if params["experts"]:  # a decode step reads only the experts its batch's tokens route to
         e, k = params["experts"], params["experts_per_token"]
-        expert_bytes = -(-params["expert_bytes_params"] * (bits + scale_bits) // 8)
+        expert_bytes = round(params["expert_bytes_params"] * (bits + scale_bits) / 8)
         touched = estimate.experts_touched(e, k, batch)
         untouched = layers * (e - touched) * expert_bytes
         decode_weights = weights_bytes - round(untouched)

@@ -131,9 +131,9 @@ def figure_lines(r: dict) -> list[str]:
     lines = [
         texts.t("cost.line.params", layers=p["layers"], per_layer=p["per_layer_total"], rest=rest, total=r["params"]),
         texts.t(
-            "cost.line.weights",
+            "cost.line.weights_gguf" if t["weights_dtype"] == "GGUF" else "cost.line.weights",
             total=r["params"],
-            bits=t["weights_bits"],
+            bits=t["weights_bits"] if t["weights_dtype"] != "GGUF" else f"{t['weights_bits']:.3g}",
             nbytes=r["weights_bytes"],
             human=human(r["weights_bytes"]),
         ),

@@ -196,6 +196,8 @@ TEXTS = {
     "cost.line.regime": "{phase}: {intensity} FLOPs per byte {cmp} the ridge point peak / bandwidth = {ridge} FLOP/B, so it is {bound}",
     "cost.cmp.above": "≥",
     "cost.cmp.below": "<",
+    "cost.line.weights_gguf": "weight bytes = the GGUF file's tensors as stored = {nbytes:,} B ({human}): {bits} bits per parameter, block scales included",
+    "cost.gguf_bytes": "weights at the GGUF file's own tensor bytes ({bits} bits per parameter with their block scales); --weights-dtype costs them at another width instead",
     "cost.phase.prefill": "prefill",
     "cost.phase.decode": "decode",
     "cost.line.allreduce": "{phase} all-reduce (tensor parallel): 2 per layer × {layers} layers; each = 2 × ({tp} − 1) × {alpha} + 2 × ({tp} − 1) / {tp} × {nbytes:,} B / {link_bw} = {one} → {count} × {one} = {total}",

@@ -196,6 +196,8 @@ TEXTS = {
     "cost.line.regime": "{phase}：每字节 {intensity} 次浮点运算，{cmp}拐点（峰值 / 带宽 = {ridge} FLOP/B），所以{bound}",
     "cost.cmp.above": "不低于",
     "cost.cmp.below": "低于",
+    "cost.line.weights_gguf": "权重字节数 = GGUF 文件中按原样存储的张量 = {nbytes:,} B（{human}）：每个参数 {bits} 位，含分块缩放因子",
+    "cost.gguf_bytes": "权重按 GGUF 文件中张量实际占用的字节计（每个参数 {bits} 位，含分块缩放因子）；用 --weights-dtype 可改按其他位宽计",
     "cost.phase.prefill": "预填充",
     "cost.phase.decode": "解码",
     "cost.line.allreduce": "{phase}的 all-reduce（张量并行）：每层 2 次 × {layers} 层；每次 = 2 × ({tp} − 1) × {alpha} + 2 × ({tp} − 1) / {tp} × {nbytes:,} B / {link_bw} = {one} → {count} × {one} = {total}",
