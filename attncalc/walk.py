@@ -350,8 +350,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
             continue
         if isinstance(node.op, SwiGLU):
             keys.append("swiglu")
-        if isinstance(node.op, Activation) and node.op.fn == "gelu":
-            keys.append("gelu")
+        if isinstance(node.op, Activation) and node.op.fn in ("gelu", "gelu_tanh"):
+            keys.append(node.op.fn)
         if isinstance(node.op, Affine) and node.op.transpose:
             keys.append("tied")
         if about == "ffn" and not widens(g, names):
