@@ -1,8 +1,7 @@
 // attncalc's walk page: draws the walk's screens (the JSON above, made by attncalc/render/page.py) and
 // lets you explore them: a cell's arithmetic with its input cells lit, heads, attention lines, the quiz.
 "use strict";
-const D = JSON.parse(document.getElementById("data").textContent);
-const S = { lang: D.lang, k: 0, head: null, cur: null, grids: [], quiz: D.quiz, asked: {}, answered: {} };
+let D, S; // the page's data (packed by page.py: gzip, base64) and what the reader is looking at
 const NEG_INF = ["-inf", "−inf", "-∞", "−∞", "-infinity"];
 const DECIMAL = /^[+-]?(?:\d+(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?$/;
 
@@ -85,10 +84,16 @@ function show(k, keep) {
   if (S.quiz && quiz && !(k in S.answered)) return askQuiz(quiz);
   document.getElementById("quiz").classList.remove("open");
   if (S.answered[k]) document.getElementById("verdict").textContent = S.answered[k];
-  const grid = old && S.grids[old.g] ? old.g : Math.max(0, S.grids.findIndex((g) => g.name === s.main && g.cell(s.example)));
-  if (S.grids.length) place(grid, old ? old.key : s.main === S.grids[grid].name ? s.example : null);
+  const grid = old && S.grids[old.g] ? old.g : Math.max(0, S.grids.findIndex((g) => g.name === s.main));
+  if (S.grids.length) place(grid, old ? old.key : s.main === S.grids[grid].name ? onHead(S.grids[grid], s.example) : null);
   else { document.getElementById("arith").textContent = s.lines.join("\n"); document.getElementById("lit").textContent = ""; }
   updateScore();
+}
+
+function onHead(g, key) {
+  // the worked cell of a [h, n, m] tensor is on head 0: on another head, the same row and column
+  if (key === null || D.tensors[g.name].ndim !== 3) return key;
+  return [g.v.head].concat(key.split(",").slice(1)).join(",");
 }
 
 function headPicker(names) {
@@ -284,5 +289,16 @@ document.addEventListener("keydown", (e) => {
   if (keys[e.key]) { e.preventDefault(); keys[e.key](); }
 });
 
-frame();
-show(0);
+async function unpack(text) {
+  const bytes = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text());
+}
+
+unpack(document.getElementById("data").textContent).then((data) => {
+  D = data;
+  S = { lang: D.lang, k: 0, head: null, cur: null, grids: [], quiz: D.quiz, asked: {}, answered: {} };
+  frame();
+  show(0);
+  document.body.dataset.ready = "1";
+});
