@@ -20,8 +20,8 @@ from importlib import resources
 import numpy as np
 
 from attncalc import texts
-from attncalc.render import heat
 from attncalc.core.expansion import Call, Note
+from attncalc.render import heat
 from attncalc.render.text import expansion_lines, explanation_text, fmt
 from attncalc.render.view import cell_text, visible
 
