@@ -329,6 +329,32 @@ class Calculation:
         lo, hi = stage_range(start, end)
         return make_screens(self.session, self.values(), lang or texts.current(), lo, hi)
 
+    def walk_page(
+        self,
+        path=None,
+        *,
+        lang: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        quiz: bool = False,
+        precision: int = 3,
+    ) -> str:
+        """The walk as one self-contained web page (what `attncalc walk --html FILE` writes): its HTML,
+        also written to `path` when given. `quiz` starts it with the quiz on."""
+        from attncalc import texts
+        from attncalc.render.page import page_html, save_page
+        from attncalc.walk import Walk, stage_range, tell
+
+        if lang is not None and lang not in texts.LANGS:
+            raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
+        lo, hi = stage_range(start, end)
+        if self.stage != STAGES[-1]:  # a calculation up to a stage walks up to it
+            hi = min(hi, STAGES.index(self.stage))
+        name = self.request.example or self.session.source or "inline"
+        walk = Walk(self.session, self.values(), [], lang or texts.current(), name, span=(lo, hi), precision=precision)
+        tell(walk, walk.lang)
+        return page_html(walk, quiz) if path is None else save_page(walk, os.fspath(path), quiz, "walk_page")
+
 
 def _as_written(value) -> str:
     """A dict worksheet as JSON text, a number given as a string ("4.30") written as that number so its

@@ -128,7 +128,7 @@ def walk(
         if html is not None:
             from attncalc.render.page import save_page
 
-            size = save_page(w, html, quiz)
+            size = len(save_page(w, html, quiz).encode("utf-8"))
             sys.stderr.write(f"attncalc: {texts.t('page.wrote', path=html, size=size)}\n")
             return
         if not (plain or no_pause or export) and on_terminal():

@@ -233,14 +233,14 @@ def page_html(walk, quiz: bool = False) -> str:
     )
 
 
-def save_page(walk, path: str, quiz: bool = False) -> int:
-    """Write the page to `path`; its size in bytes."""
+def save_page(walk, path: str, quiz: bool = False, where: str = "--html") -> str:
+    """Write the page to `path` (`where`: the option or method that named it, for an error); its HTML."""
     from attncalc.errors import InputError
 
-    data = page_html(walk, quiz).encode("utf-8")
+    page = page_html(walk, quiz)
     try:
-        with open(path, "wb") as f:
-            f.write(data)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page)
     except OSError as e:
-        raise InputError(path, "a file --html can write", e.strerror or str(e)) from None
-    return len(data)
+        raise InputError(path, f"a file {where} can write", e.strerror or str(e)) from None
+    return page
