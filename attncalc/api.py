@@ -139,6 +139,15 @@ class Tensor(np.ndarray):
 
         return mimebundle(self.__rich__())
 
+    def heatmap(self, head: int | None = None, precision: int = 3):
+        """The tensor as a heatmap picture (SVG: `.svg`, `.save(path)`; a notebook shows it): head `head` of a
+        [h, n, m] tensor, else its first view; large tensors summarised as in tables."""
+        from attncalc.render.notebook import heatmap
+
+        if self.node is None:
+            raise InputError("heatmap", "a tensor of the calculation (calc[name])", "an array without labels")
+        return heatmap(self.name, self.node, np.asarray(self), precision, head)
+
 
 def labelled(name: str, node, value: np.ndarray) -> Tensor:
     out = np.asarray(value).view(Tensor)
@@ -202,6 +211,14 @@ class CheckReport:
 
     def to_dict(self) -> dict:
         return self.report
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from attncalc.render.notebook import check_bundle
+
+        return check_bundle(self.report)
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
 
 
 class Calculation:

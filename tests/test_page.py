@@ -196,3 +196,22 @@ def test_the_terminal_export_and_the_notebook_heatmaps_read_at_wcag_contrast(bro
             assert contrast(fg, bg) >= 4.5, (page.name, text, fg, bg)
     assert (body == "rgb(17, 17, 17)") == (scheme == "dark")
     browser.color_scheme("light")
+
+
+def test_svg_export_is_a_picture_per_step_with_nothing_to_fetch(cli, tmp_path):
+    path = tmp_path / "walk.svg"
+    r = cli("walk", "--example", "woaini", "--no-pause", "--to", "qkv", "--export", path)
+    assert r.exit_code == 0, r.stderr
+    pictures = sorted(tmp_path.glob("walk-*.svg"))
+    assert [p.name for p in pictures] == ["walk-01.svg", "walk-02.svg", "walk-03.svg"]  # embed, pe, qkv
+    assert "3 pictures, one per step" in r.stderr and not path.exists()
+    firsts = ["Step 1/3 · embed", "Step 2/3 · pe", "Step 3/3 · qkv"]
+    for picture, first in zip(pictures, firsts):
+        svg = picture.read_text(encoding="utf-8")
+        assert re.findall(r"https?://[^\s\"')]+", svg) == ["http://www.w3.org/2000/svg"]  # no CDN font
+        assert "@font-face" not in svg
+        assert first.replace(" ", "&#160;") in svg or first in svg
+        assert sum(f.replace(" ", "&#160;") in svg or f in svg for f in firsts) == 1  # that step only
+        height = float(re.search(r'viewBox="0 0 [\d.]+ ([\d.]+)"', svg).group(1))
+        assert height < 2000  # a page, not the whole walk's 28,793 px strip
+    assert "0.426" in pictures[2].read_text(encoding="utf-8") and "Scores and scaling" not in pictures[2].read_text(encoding="utf-8")
