@@ -170,8 +170,9 @@ function place(n, key) {
     lit.textContent = "";
     return;
   }
-  const cell = D.tensors[g.name].cells[key], words = Array.isArray(cell.a) ? cell.a : cell.a[S.lang];
-  const lines = words.slice();
+  const cell = D.tensors[g.name].cells[key];
+  const lines = cell.a === undefined ? [say("long", { label: label(g, key), value: cell.v, terms: cell.n })]
+    : (Array.isArray(cell.a) ? cell.a : cell.a[S.lang]).slice();
   const made = screens().findIndex((s) => s.tensors.includes(g.name));
   if (g.role === "input" && made >= 0) lines.push(say("made_here", { k: made + 1 }));
   arith.textContent = lines.join("\n");

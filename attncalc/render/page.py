@@ -25,8 +25,9 @@ from attncalc.render import heat
 from attncalc.render.text import expansion_lines, explanation_text, fmt
 from attncalc.render.view import cell_text, visible
 
+LONG = 200  # tokens (numbers, operators) in a cell's arithmetic beyond which the page writes out only the worked cells (see tensor_data)
 DECIMALS = range(-6, 13)  # the quiz's tolerance table: decimals typed (beyond these the tolerance no longer moves)
-PAGE_KEYS = ("steps", "click", "keys", "head", "lines", "lines_why", "check", "quiz_on", "theme")  # page.* texts
+PAGE_KEYS = ("steps", "click", "keys", "head", "lines", "lines_why", "check", "quiz_on", "theme", "long")  # page.* texts
 UI_KEYS = ("step", "inputs", "weights", "example", "right", "wrong", "skipped", "quiz_nan", "score")
 TUI_KEYS = ("quiz_prompt", "given", "lit", "made_here")
 
@@ -42,7 +43,7 @@ class Slot:
 
 
 def _template(key: str, lang: str) -> str:
-    fields = {"label", "value", "answer", "tol", "cells", "k", "n", "h", "right", "asked"}
+    fields = {"label", "value", "answer", "tol", "cells", "k", "n", "h", "right", "asked", "terms"}
     return texts.t(key, lang, **{f: Slot(f) for f in fields})
 
 
@@ -81,9 +82,11 @@ def view_data(view, p: int, name: str) -> dict:
     }
 
 
-def tensor_data(walk, name: str, p: int, told: dict) -> dict:
+def tensor_data(walk, name: str, p: int, told: dict, worked: set) -> dict:
     """A tensor's views (a head each for [h, n, m]), their titles in every language, and every drawn cell's
-    arithmetic (per language only where the words differ) and operands."""
+    arithmetic (per language only where the words differ) and operands. A real-size cell's arithmetic
+    (more than LONG terms: a LayerNorm over 384 numbers) is written out for the `worked` cells only (the
+    steps' worked and quizzed cells); the others say their value and how many terms theirs has."""
     from attncalc.walk import label_of, views_of
 
     g = walk.session.graph
@@ -102,6 +105,12 @@ def tensor_data(walk, name: str, p: int, told: dict) -> dict:
             for j in (j for j in v.cols if j is not None):
                 idx = index_of(value.ndim, h, i, j)
                 expansion = g.explain(name, idx)
+                terms = sum(len(line) for line in expansion.lines)
+                if terms > LONG and key_of(idx) not in worked:
+                    ops = [[n, spec_of(index)] for n, index in g.operands(name, idx)]
+                    numbers = sum(isinstance(tok, float) for line in expansion.lines for tok in line)
+                    cells[key_of(idx)] = {"v": fmt(expansion.result, p), "n": numbers, "o": ops}
+                    continue
                 written = None if speaks(expansion) else expansion_lines(expansion, p)  # numbers only: once
                 said = {}
                 for lang in told:
@@ -197,8 +206,10 @@ def page_data(walk, quiz: bool = False) -> dict:
             }
         screens = walk.screens
         names = list(dict.fromkeys(n for s in screens for n in s.inputs + s.weights + s.tensors))
-        tensors = {name: tensor_data(walk, name, p, told) for name in names}
         quizzes = [quiz_data(walk, s, p, told) for s in screens]
+        worked = {(s.main, key_of(s.example)) for s in screens if s.main and s.example is not None}
+        worked |= {(q["tensor"], q["key"]) for q in quizzes if q}
+        tensors = {name: tensor_data(walk, name, p, told, {k for n, k in worked if n == name}) for name in names}
     finally:
         texts.use(home)
         tell(walk, home)
