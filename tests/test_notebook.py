@@ -129,7 +129,9 @@ def test_the_displays_in_a_real_kernel():
     pytest.importorskip("ipykernel")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in NOTEBOOK])
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    )
     client.km = client.create_kernel_manager()
     client.km.extra_env = env
     client.execute()

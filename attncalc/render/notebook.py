@@ -84,7 +84,13 @@ def check_bundle(report: dict, p: int = 3) -> dict:
         rows.append([name, sheet["formula"], cells, *counts, sheet["mistake"] or ""])
     out = table_bundle(t("nb.check_head").split(" | "), rows, caption)
     wrong = [
-        [c["label"], c["written"], number_text(_number(c["correct"]), p), f"±{c['tolerance']:.2g}", t("nb.verdict." + c["verdict"])]
+        [
+            c["label"],
+            c["written"],
+            number_text(_number(c["correct"]), p),
+            f"±{c['tolerance']:.2g}",
+            t("nb.verdict." + c["verdict"]),
+        ]
         for sheet in report["tensors"].values()
         for c in sheet["cells"]
     ]
@@ -180,7 +186,9 @@ def heatmap(name: str, node, value, precision: int = 3, head: int | None = None)
         for c, j in enumerate(v.cols):
             x = left + cell_w * c
             if i is None or j is None:
-                out.append(f'<text x="{x + cell_w / 2}" y="{y + 18}" {font} text-anchor="middle" fill="#000000">…</text>')
+                out.append(
+                    f'<text x="{x + cell_w / 2}" y="{y + 18}" {font} text-anchor="middle" fill="#000000">…</text>'
+                )
                 continue
             number = float(v.matrix[i, j])
             bg, fg = heat.colours(number, lo, hi) or ("#ffffff", "#000000")

@@ -27,7 +27,8 @@ from attncalc.render.view import cell_text, visible
 
 LONG = 200  # tokens (numbers, operators) in a cell's arithmetic beyond which the page writes out only the worked cells (see tensor_data)
 DECIMALS = range(-6, 13)  # the quiz's tolerance table: decimals typed (beyond these the tolerance no longer moves)
-PAGE_KEYS = ("steps", "click", "keys", "head", "lines", "lines_why", "check", "quiz_on", "theme", "long")  # page.* texts
+# the texts the script says: page.*, ui.*, tui.* (filled in by the script, see Slot)
+PAGE_KEYS = ("steps", "click", "keys", "head", "lines", "lines_why", "check", "quiz_on", "theme", "long")
 UI_KEYS = ("step", "inputs", "weights", "example", "right", "wrong", "skipped", "quiz_nan", "score")
 TUI_KEYS = ("quiz_prompt", "given", "lit", "made_here")
 
