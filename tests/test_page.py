@@ -216,3 +216,26 @@ def test_svg_export_is_a_picture_per_step_with_nothing_to_fetch(cli, tmp_path):
         assert height < 2000  # a page, not the whole walk's 28,793 px strip
     qkv = pictures[2].read_text(encoding="utf-8")
     assert "0.426" in qkv and "Scores and scaling" not in qkv
+
+
+def test_a_long_arithmetic_is_written_out_for_the_worked_cells_only(monkeypatch):
+    from attncalc.render import page
+
+    monkeypatch.setattr(page, "LONG", 10)  # as if every matmul were a real model's 384-term one
+    calc = attncalc.load("woaini")
+    data = data_of(calc.walk_page(lang="en"))
+    q = data["tensors"]["Q"]["cells"]
+    screen = next(s for s in calc.walk(lang="en") if s.main == "Q")
+    worked = ",".join(map(str, screen.example))
+    assert q[worked]["a"][0].startswith("Q[你, 0] = 1.909×0.5 + ")  # the step's worked cell, in full
+    assert q["1,1"]["a"][0].startswith("Q[爱, 1] = ")  # the quizzed cell too (its arithmetic follows an answer)
+    assert q["0,0"] == {
+        "v": fmt(float(calc["Q"][0, 0])),
+        "n": 9,
+        "o": q["0,0"]["o"],
+    }  # 4 products and the sum: 9 numbers
+    assert q["0,0"]["o"] == [["H", [0, [0, None]]], ["attention.Wq", [[0, None], 0]]]  # still lit
+    assert data["tensors"]["X"]["cells"]["0,0"]["a"]["zh"] == [
+        "X[我, 0] = E[我, 0] = 1",
+        "         E 中“我”那一行",
+    ]  # short: kept

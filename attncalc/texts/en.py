@@ -363,7 +363,7 @@ TEXTS = {
     "page.head": "Head:",
     "page.lines": "Attention lines",
     "page.lines_why": "Each query token (left) is joined to every key token (right); the larger its attention weight, the thicker and darker the line. Point at a query token to see only its lines.",
-    "page.long": "{label} = {value}. Its arithmetic uses {terms} numbers, too many to write out for every cell of this page: the step's worked cell is written out here, and the full-screen walk (attncalc walk on a terminal) writes out any cell.",
+    "page.long": "{label} = {value}. Its arithmetic writes out {terms} numbers, too many to write out for every cell of this page: the step's worked cell is written out here, and the full-screen walk (attncalc walk on a terminal) writes out any cell.",
     "page.check": "Check",
     "page.quiz_on": "Quiz me",
     "page.theme": "Light / dark",
