@@ -34,7 +34,7 @@ def woaini_page(tmp_path_factory):
 
 def test_the_command_writes_one_offline_page_from_the_walk_screens(cli, tmp_path):
     path = tmp_path / "walk.html"
-    result = cli("walk", "--example", "woaini", "--html", path)
+    result = cli("walk", "--example", "woaini", "--html", path, "--quiz")
     assert result.exit_code == 0, result.stderr
     page = path.read_text(encoding="utf-8")
     size = len(page.encode("utf-8"))
@@ -44,6 +44,7 @@ def test_the_command_writes_one_offline_page_from_the_walk_screens(cli, tmp_path
     assert re.findall(r"https?://[^\s\"']+", page) == ["http://www.w3.org/2000/svg"]
     assert "default-src 'none'" in page  # and the browser is told to fetch nothing
     data = data_of(page)
+    assert data["quiz"] is True and data["lang"] == "en"  # --quiz: the page opens with the quiz on
     calc = attncalc.load("woaini")
     for lang in texts.LANGS:  # the screens as walk.py tells them, in every language
         shown = data["told"][lang]["screens"]

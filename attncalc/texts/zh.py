@@ -364,7 +364,7 @@ TEXTS = {
     "page.lines": "注意力连线",
     "page.lines_why": "每个查询词元（左）都与每个键词元（右）相连；注意力权重越大，连线越粗、越深。把鼠标移到一个查询词元上，只看它的连线。",
     "page.long": "{label} = {value}。它的计算过程要写出 {terms} 个数，太长了，页面不为每个格子都写出来：这里写出了这一步的示例格子；在终端里运行全屏讲解（attncalc walk）可以写出任意格子。",
-    "page.check": "判断",
+    "page.check": "检查",
     "page.quiz_on": "小测验",
     "page.theme": "浅色 / 深色",
     "page.wrote": "已写入 {path}（{size:,} 字节）：用浏览器打开即可，不需要联网",
