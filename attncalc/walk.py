@@ -69,6 +69,14 @@ class Screen:
     lines: list[str] = field(default_factory=list)  # said after the matrices
     inputs: list[str] = field(default_factory=list)  # tensors of earlier screens that this one reads
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:  # a notebook: a table, not a dict dump
+        from attncalc.render.notebook import screen_bundle
+
+        return screen_bundle(self)
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
+
 
 @dataclass
 class Walk:
