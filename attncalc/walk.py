@@ -156,9 +156,12 @@ def tell(walk: Walk, lang: str) -> Walk:
     elif hi == len(STAGES):
         try:
             if walk.generation is None:
-                from attncalc.decoding import Model, Settings, generate
+                from attncalc.decoding import Model, Settings, generate, token_limit
 
-                walk.generation = generate(Model(walk.session.fixture, walk.session.source, ""), Settings())
+                model = Model(walk.session.fixture, walk.session.source, "")  # at most what its context holds
+                walk.generation = generate(
+                    model, Settings(max_new_tokens=max(1, min(Settings.max_new_tokens, token_limit(model)[0])))
+                )
             decoder_only = not walk.session.fixture.get("encoder")
             walk.screens += generation_screens(walk.generation, lang, walk.precision, decoder_only)
         except InputError as e:
