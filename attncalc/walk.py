@@ -24,6 +24,7 @@ from attncalc.errors import InputError
 from attncalc.inputs.examples import example_names
 from attncalc.inputs.literal import cell_label, parse_cell
 from attncalc.inputs.session import Request, Session, evaluate, open_session
+from attncalc.lessons import teach
 
 WALK_STAGES = STAGES + ("generate",)
 ATTENTION = {"S": "scores", "bias": "scores", "S_scaled": "scores", "M": "mask", "S_masked": "mask", "A": "softmax"}
@@ -150,6 +151,7 @@ def tell(walk: Walk, lang: str) -> Walk:
     lo, hi = walk.span
     walk.lang = lang
     walk.screens = make_screens(walk.session, walk.values, lang, lo, hi)
+    teach(walk)  # what a bundled example is for (lessons.py)
     walk.notes = []
     if walk.stopped:
         walk.notes.append(stop_note(*walk.stopped, walk.name, lang))
