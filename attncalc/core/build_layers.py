@@ -117,7 +117,7 @@ class Stack:
                     op=Affine(),
                     inputs=(x, f"{path}.W3") + ((b3,) if b3 else ()),
                     stage=stage,
-                    formula="U_up = x·W3 + b3",
+                    formula=f"U_up = {x.split('.')[-1]}·W3" + (" + b3" if b3 else ""),
                     rows=labels,
                     cols=dim_labels(dff),
                     about="ffn",
