@@ -26,6 +26,7 @@ LINES = {
         ("", "loss"): ["lesson.padding_loss"],
     },
     "rope": {("", "rope"): ["lesson.rope_pairs"], ("", "scores"): ["lesson.rope_diagonal"]},
+    "woaini": {("dec", "input"): ["lesson.woaini_decoder"]},
 }
 # The scalings screen: a model trained on TRAINED positions, stretched FACTOR times, read at the last position.
 TRAINED, FACTOR = 4, 4.0

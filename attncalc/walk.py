@@ -226,7 +226,7 @@ def generation_formulas(new_rows: int, first: bool, lang: str, variant=()) -> li
     cache is empty before step 0. `variant`: the keys of what the model adds (pre-norm, RoPE)."""
     rows = "gen.f_new_row" if new_rows == 1 else "gen.f_prompt_rows"
     cache = "gen.f_cache_first" if first else "gen.f_cache"
-    return [texts.t(k, lang, n=new_rows) for k in (rows, *variant, cache, "gen.f_attend", "gen.f_next")]
+    return [texts.t(k, lang, n=new_rows) for k in (rows, "gen.f_x", *variant, cache, "gen.f_attend", "gen.f_next")]
 
 
 def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_STAGES) - 1) -> list[Screen]:
