@@ -355,6 +355,10 @@ TEXTS = {
     "gen.what.q_rows": "the prompt's query rows",
     "gen.what.q_rope_rows": "the prompt's query rows, rotated",
     "gen.f_x": "x: the rows each layer's attention reads (layer 0 reads D, a later layer the output of the one before)",
+    "example.multihead": "我 爱 你 with two heads of d_k = 2 that attend differently and a Wo that mixes them",
+    "example.padding": "<pad> 我 爱 你: a left-padded input under causal + padding masks (decoder-only, d_model 4)",
+    "example.rope": "the cat sat on the mat: RoPE with two heads of d_k = 4; head 0's scores depend only on i − j",
+    "example.order": "我 吃 鱼 with two heads and no positional encoding, to compare with 鱼 吃 我",
     "gen.f_prenorm": "pre-norm: each layer norms what it reads first, so x = Norm(D) in layer 0, not D",
     "gen.f_rope": "RoPE: q and k_new are rotated to their positions before the scores; the cache keeps the rotated keys",
     # ---- zh area: kvcache's words (the numbers are kvcache.py's) ----

@@ -355,6 +355,10 @@ TEXTS = {
     "gen.what.q_rows": "提示词的各个查询行",
     "gen.what.q_rope_rows": "提示词的各个查询行（已旋转）",
     "gen.f_x": "x：每一层注意力读入的行（第 0 层读 D，之后每一层读上一层的输出）",
+    "example.multihead": "我 爱 你，两个 d_k = 2 的头注意的地方不同，Wo 把它们混合起来",
+    "example.padding": "<pad> 我 爱 你：左侧填充的输入，同时使用因果掩码和填充掩码（只有解码器，d_model 4）",
+    "example.rope": "the cat sat on the mat：RoPE，两个 d_k = 4 的头；头 0 的分数只取决于 i − j",
+    "example.order": "我 吃 鱼，两个头，没有位置编码，用来和 鱼 吃 我 比较",
     "gen.f_prenorm": "pre-norm：每一层先对读入的行做归一化，所以第 0 层的 x = Norm(D)，而不是 D",
     "gen.f_rope": "RoPE：计算分数之前，q 和 k_new 按各自的位置旋转；缓存保存的是旋转后的键",
     # ---- zh 部分：kvcache 的文字（数值来自 kvcache.py） ----
