@@ -515,7 +515,7 @@ def markdown(walk: Walk, precision: int) -> str:
         out += [
             f"## {k + 1}. {md_escape(s.title)}",
             "",
-            f"{texts.ui('stage', lang)} `{s.stage}`",
+            f"{texts.ui('stage', lang)}{'' if texts.ui('stage', lang).endswith('：') else ' '}`{s.stage}`",
             "",
             "```text",
             *s.formulas,
