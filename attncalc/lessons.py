@@ -69,7 +69,7 @@ def lesson_values(key: str, walk) -> dict:
     return {}
 
 
-def cross_lines(walk, screen) -> list[str]:
+def cross_lines(walk, screen, bundled: bool) -> list[str]:
     """Each row of cross-attention's weights A with the token that row predicts (teacher forcing: row i reads
     input i and predicts label i)."""
     name = f"{screen.prefix}.A"
@@ -90,7 +90,7 @@ def cross_lines(walk, screen) -> list[str]:
         )
         for i, (row, label) in enumerate(zip(node.rows, labels))
     ]
-    return lines + ([said("lesson.cross_woaini", walk)] if walk.name == "woaini" else [])
+    return lines + ([said("lesson.cross_woaini", walk)] if bundled and walk.name == "woaini" else [])
 
 
 def scalings_screen(walk, after):
@@ -181,16 +181,20 @@ EXTRA = {"rope": (("", "rope"), scalings_screen), "order": (("", "attend"), posi
 
 
 def teach(walk) -> None:
-    """Add the example's lesson lines and screens to `walk.screens` (in place, in walk.lang)."""
-    lines = LINES.get(walk.name, {})
+    """Add the example's lesson lines and screens to `walk.screens` (in place, in walk.lang). A lesson speaks
+    of the bundled parameters: with any of them changed (--set) only the cross-attention rows are said."""
+    from attncalc.inputs.examples import example_names, load_example
+
+    bundled = walk.name in example_names() and walk.session.fixture == load_example(walk.name)
+    lines = LINES.get(walk.name, {}) if bundled else {}
     out = []
     for screen in walk.screens:
         where = (screen.prefix, screen.group)
         screen.lines += [said(k, walk, **lesson_values(k, walk)) for k in lines.get(where, [])]
         if screen.prefix.endswith(".cross") and screen.group == "weights":
-            screen.lines += cross_lines(walk, screen)
+            screen.lines += cross_lines(walk, screen, bundled)
         out.append(screen)
-        extra = EXTRA.get(walk.name)
+        extra = EXTRA.get(walk.name) if bundled else None
         if extra and extra[0] == where:
             out.append(extra[1](walk, screen))
     walk.screens[:] = out

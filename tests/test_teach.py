@@ -218,3 +218,13 @@ def test_check_finds_the_printed_examples_slips_and_what_only_carried_them(cli):
     # carried: wrong, but exactly what the sheet's own earlier numbers give
     assert (v["A"] == "carried").all()
     assert (v["S_scaled"].ravel()[1:] == "carried").all() and v["S_scaled"][0, 0] == "correct"
+
+
+def test_a_lesson_speaks_only_of_the_bundled_parameters():
+    changed = open_walk(example="multihead", sets=["attention.Wo=null"])
+    assert not any("Z[:, 0] = O[:, 0]" in line for s in changed.screens for line in s.lines)
+    assert not any(s.group == "positions" for s in open_walk(example="order", sets=["attention.heads=1"]).screens)
+    woaini = open_walk(example="woaini", sets=["decoder.layers[0].ffn.b1=[0, 0, 0, -1]"])
+    lines = [line for s in woaini.screens for line in s.lines]
+    assert any(line.startswith("row I, which predicts love") for line in lines)  # numbers read from the tensors
+    assert not any("chosen by hand" in line for line in lines)  # the lesson about the bundled decoder is not said
