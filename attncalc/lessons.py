@@ -40,9 +40,10 @@ def heads_of(value) -> np.ndarray:
     return a.reshape((-1,) + a.shape[-2:])
 
 
-def argmax_rows(a: np.ndarray, rows, cols, p: int) -> str:
+def argmax_rows(a: np.ndarray, rows, cols, p: int, lang: str) -> str:
     """`我 → 你 (0.380), 爱 → 你 (0.493)`: where each row of weights A puts the most."""
-    return ", ".join(f"{r} → {cols[int(k)]} ({a[i, k]:.{p}f})" for i, (r, k) in enumerate(zip(rows, a.argmax(1))))
+    top = [f"{r} → {cols[int(k)]} ({a[i, k]:.{p}f})" for i, (r, k) in enumerate(zip(rows, a.argmax(1)))]
+    return texts.t("check.list_sep", lang).join(top)
 
 
 def diagonal_spread(s: np.ndarray) -> float:
@@ -60,7 +61,10 @@ def lesson_values(key: str, walk) -> dict:
     g, p = walk.session.graph, walk.precision
     if key == "lesson.multihead_heads":
         a, node = heads_of(walk.values["A"]), g.nodes["A"]
-        rows = [said("lesson.head_rows", walk, head=h, rows=argmax_rows(a[h], node.rows, node.cols, p)) for h in (0, 1)]
+        rows = [
+            said("lesson.head_rows", walk, head=h, rows=argmax_rows(a[h], node.rows, node.cols, p, walk.lang))
+            for h in (0, 1)
+        ]
         return {"head0": rows[0], "head1": rows[1]}
     if key == "lesson.rope_diagonal":
         s = heads_of(walk.values["S"])
