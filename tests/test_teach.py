@@ -228,3 +228,54 @@ def test_a_lesson_speaks_only_of_the_bundled_parameters():
     lines = [line for s in woaini.screens for line in s.lines]
     assert any(line.startswith("row I, which predicts love") for line in lines)  # numbers read from the tensors
     assert not any("chosen by hand" in line for line in lines)  # the lesson about the bundled decoder is not said
+
+
+# ---------------------------------------------------------------- the words corrected (issue 22's list)
+
+
+def titled(walk, text: str):
+    return [s for s in walk.screens if text in s.title or any(text in f for f in s.formulas)]
+
+
+def test_the_corrected_words_stand_on_the_screens_they_belong_to():
+    from attncalc import texts
+
+    woaini, tiny, wochiyu = (open_walk(example=e) for e in ("woaini", "tinyllama", "wochiyu"))
+    assert titled(woaini, "D = X + PE") and not titled(woaini, "  = X + PE")  # item 1: D is named
+    assert tiny.screens[2].title == texts.title("prenorm") and tiny.screens[2].formulas[0].startswith("N1 = ")
+    why = {s.prefix + "/" + s.group: " ".join(s.why) for s in woaini.screens}
+    assert "this block has no Wo" in why["/attend"] and "With one head and no Wo" not in " ".join(why.values())
+    assert "the output projection" in " ".join(screen(wochiyu, "attend").why)  # item 3: 1 head with a Wo
+    assert "a ReLU alone" in why["enc.0/ffn"] and "8/3 × d_model" in why["enc.0/ffn"]  # item 5
+    ffn = next(s for s in tiny.screens if s.group == "ffn")
+    assert "U_up = N2·W3" in ffn.formulas and not any("b3" in f for f in ffn.formulas)  # item 6: no b3 in the fixture
+    gen = next(s for s in tiny.screens if s.stage == "generate")
+    assert not any("D·Wq" in f for f in gen.formulas) and any("Norm(D)" in f for f in gen.formulas)  # item 8
+    assert any("the prompt's query rows" in v.title for v in gen.views)
+    loss = " ".join(next(s for s in tiny.screens if s.group == "loss").why)
+    assert "natural logarithm" in loss and "the mean over the positions" in loss and "of the target" in loss  # 9
+    assert "cannot tell 我 吃 鱼 from 鱼 吃 我" in " ".join(screen(wochiyu, "pe").why)  # item 11
+    assert "depends on position only through m − n" in " ".join(next(s for s in tiny.screens if s.group == "rope").why)
+
+
+def test_a_tiny_exponential_is_written_scientific_not_as_zero():
+    from attncalc.render.text import expansion_lines, number_text
+
+    assert number_text(3.346e-4, 3) == "3.346e−4" and number_text(6e-4, 3) == "0.001"
+    graph = open_walk(example="tinyllama").session.graph
+    lines = expansion_lines(graph.explain("dec.0.self.A", (0, 7, 0)), 3)  # item 13: e^(−8.00243) beside 8.793e−5
+    assert "8.793e−5" in lines[1] and "3.346e−4" in lines[1] and " 0.000 " not in lines[1]
+
+
+@pytest.mark.parametrize(
+    "example,said",
+    [
+        ("rope", "RoPE 的缩放"),
+        ("order", "分不清谁吃谁"),
+        ("padding", "0/0 = NaN"),
+        ("multihead", "Wo 把各个头混合起来"),
+    ],
+)
+def test_the_lessons_are_said_in_chinese(cli, example, said):
+    out = cli("walk", "--example", example, "--no-pause", "--lang", "zh").stdout
+    assert said.replace(" ", "") in "".join(out.split())  # wrapped lines joined, spaces aside
