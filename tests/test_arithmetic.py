@@ -136,7 +136,11 @@ def randomised(raw: dict, rnd: random.Random) -> dict:
     return walk(raw)
 
 
-@pytest.mark.parametrize("example,stage", [("woaini", "decoder"), ("wochiyu", "attend"), ("tinyllama", "decoder")])
+@pytest.mark.parametrize(
+    "example,stage",
+    [("woaini", "decoder"), ("wochiyu", "attend"), ("tinyllama", "decoder")]
+    + [("multihead", "attend"), ("padding", "decoder"), ("rope", "attend"), ("order", "attend")],
+)
 def test_every_step_of_every_bundled_example_recomputes(example, stage):
     checked, failed = check_graph(session_graph(example=example, stage=stage))
     assert checked > 50

@@ -1,4 +1,5 @@
-"""The bundled examples (woaini, wochiyu, tinyllama): JSON files shipped inside the package."""
+"""The bundled examples (woaini, wochiyu, tinyllama, multihead, padding, rope, order): JSON files shipped
+inside the package."""
 
 from __future__ import annotations
 

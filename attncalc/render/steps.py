@@ -24,7 +24,8 @@ def shown_tensors(step) -> list[tuple[str, object]]:
     for name, t in step.tensors.items():
         head, _, last = name.rpartition(".")
         if head.endswith(".self") and last in WHAT and f"{name}_rope" not in step.tensors:
-            out.append((head[:-4], WHAT.index(last), f"{name}: {say('gen.what.' + last)}", t))
+            rows = "_rows" if last in ("q", "q_rope") and len(t.rows or ()) > 1 else ""  # a prompt's rows at step 0
+            out.append((head[:-4], WHAT.index(last), f"{name}: {say('gen.what.' + last + rows)}", t))
         elif head.endswith(".cross") and last == "A":
             out.append((head[:-5], len(WHAT), f"{name}: {say('gen.what.cross_A')}", t))
     return [(title, t) for *_, title, t in sorted(out, key=lambda r: r[:2])]
