@@ -19,6 +19,7 @@ import os
 
 import numpy as np
 
+from attncalc import arguments
 from attncalc.core.names import STAGES
 from attncalc.errors import InputError
 from attncalc.inputs.session import Request, Session, evaluate, open_session
@@ -51,6 +52,9 @@ def load(
         raise InputError("source", "one of source, example=, fixture= or document=", f"{len(given)} of them")
     if stage is not None and stage not in STAGES:
         raise InputError("stage", "one of " + ", ".join(STAGES), repr(stage))
+    if set is not None and not isinstance(set, (str, dict, list, tuple)):
+        raise InputError("set", 'a dict {"position.type": "rope"}, a list of "KEY=VALUE" or one', arguments.found(set))
+    arguments.check_stage_options(stage, {"kind": kind, "block": block, "heads": heads, "kv_heads": kv_heads})
     request = Request(
         stage=stage,
         example=example,
@@ -204,10 +208,19 @@ class CheckReport:
         return self.report
 
 
+def check_request(request: Request) -> None:
+    """Every field of `request` by its argument's rule (attncalc/arguments.py: the command line's options
+    are coerced by the same rules), named by its keyword: load(scale=nan) → `scale: expected …`."""
+    for f in dataclasses.fields(request):
+        if f.name in arguments.RULES:
+            arguments.check(f.name, getattr(request, f.name))
+
+
 class Calculation:
     """One input (example, fixture, document, inline matrices) as a graph of named tensors."""
 
     def __init__(self, request: Request):
+        check_request(request)
         self.request = dataclasses.replace(request, sets=list(request.sets), inline=dict(request.inline))
         self.session: Session = open_session(dataclasses.replace(self.request, sets=list(self.request.sets)))
         self.graph = self.session.graph
@@ -262,8 +275,10 @@ class Calculation:
 
     def check(self, worksheet, *, tol: float | None = None, precision: int = 3) -> CheckReport:
         """Your own numbers against the model's: a dict {"S": [[…]]}, a worksheet's path or its text."""
+        from attncalc import arguments
         from attncalc.check import check, stage_for
 
+        tol, precision = arguments.check("tol", tol), arguments.check("precision", precision)
         sheets = read_worksheet(worksheet)
         graph = self.graph
         needed = stage_for(sheets)
@@ -306,8 +321,12 @@ class Calculation:
         kv_cache: bool = True,
     ):
         """Decode one token at a time: `.generated` (the tokens) and `.steps` (each step's tensors)."""
+        from attncalc import arguments
         from attncalc.decoding import Settings, generate
 
+        given = dict(max_new_tokens=max_new_tokens, strategy=strategy, temperature=temperature, top_k=top_k)
+        for name, value in {**given, "top_p": top_p, "seed": seed, "kv_cache": kv_cache}.items():
+            arguments.check(name, value)  # named by the keyword here; Settings.check names the options
         settings = Settings(
             max_new_tokens=max_new_tokens,
             strategy=strategy,
@@ -337,12 +356,31 @@ def _as_written(value) -> str:
 
     if isinstance(value, dict):
         return "{" + ", ".join(f"{json.dumps(str(k))}: {_as_written(v)}" for k, v in value.items()) + "}"
+    if getattr(value, "dtype", None) is not None and value.dtype.kind == "f" and value.dtype.itemsize < 8:
+        return _narrow_as_written(value)
     if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
         items = value.tolist() if hasattr(value, "tolist") else value
         return "[" + ", ".join(map(_as_written, items)) + "]" if isinstance(items, list) else _as_written(items)
     if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
         return value.strip()
     return json.dumps(value, default=_plain)
+
+
+def _narrow_as_written(value) -> str:
+    """A float32 (or float16) array or number at the significant digits its type holds (float32: 6), so a
+    correct number is judged at that precision, not at the 17 digits its float64 widening has."""
+    digits = np.finfo(value.dtype).precision
+    arr = np.asarray(value, dtype=float)
+
+    def cell(x: float) -> str:
+        if not np.isfinite(x):
+            return json.dumps(x)  # -Infinity: the worksheet reader names it
+        return np.format_float_scientific(x, precision=digits - 1, unique=False, trim="k")  # 4.39230e+00
+
+    def nested(a):
+        return "[" + ", ".join(nested(r) for r in a) + "]" if a.ndim else cell(float(a))
+
+    return nested(arr)
 
 
 def read_worksheet(worksheet) -> dict:
