@@ -31,8 +31,11 @@ class Rule:
     above: float | None = None
     choices: tuple[str, ...] | None = None
     nonempty: bool = False
+    what: str | None = None  # what is expected, in words, where the type alone says too little
 
     def expected(self) -> str:
+        if self.what:
+            return self.what
         if self.choices:
             return _one_of(self.choices)
         if self.above is not None and self.hi is not None:
@@ -57,11 +60,12 @@ def _langs() -> tuple[str, ...]:
     return LANGS
 
 
+ONLY = "tensor names separated by commas, such as A,O"
 RULES = {
     # the attention block and its input (Request fields)
     "kind": Rule(str, choices=MASK_KINDS),
     "scale": Rule(float),
-    "block": Rule(str, nonempty=True),
+    "block": Rule(str, nonempty=True, what="a block path such as decoder.layers[0].cross_attention"),
     "heads": Rule(int, lo=1),
     "kv_heads": Rule(int, lo=1),
     "layer": Rule(int, lo=0),
@@ -74,7 +78,9 @@ RULES = {
     "ids": Rule(str),
     # output and checking
     "precision": Rule(int, lo=0, hi=12),
-    "tol": Rule(float, lo=0),
+    "tol": Rule(float, lo=0, hi=1e15),  # beyond it float64 holds no decimals to compare (and rounds to ∞)
+    "only": Rule(str, nonempty=True, what=ONLY),
+    "export": Rule(str, nonempty=True, what="a file name ending in .html or .svg"),
     "lang": Rule(str, choices=None),  # filled from texts.LANGS when checked (texts is imported lazily)
     # generation
     "max_new_tokens": Rule(int, lo=1),
@@ -101,6 +107,16 @@ def limits(name: str) -> dict:
     """Typer's min/max for an option's help (`[x>=1]`), from its rule."""
     r = RULES[name]
     return {k: v for k, v in (("min", r.lo), ("max", r.hi)) if v is not None}
+
+
+def names(text: str | None, where: str = "--only") -> list[str] | None:
+    """`--only A,O` as ["A", "O"]; None when not given; no name at all (`--only ''`, `--only ,`) refused."""
+    if text is None:
+        return None
+    listed = [n.strip() for n in text.split(",") if n.strip()]
+    if not listed:
+        raise InputError(where, ONLY, repr(text))
+    return listed
 
 
 def found(value) -> str:

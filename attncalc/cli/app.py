@@ -125,7 +125,7 @@ def stage_command(stage: str):
 
             req = o.request(ctx, stage)
             calc = Calculation(req)
-            names = [n.strip() for n in only.split(",")] if only else None
+            names = arguments.names(only)
             wanted = None if cell else names  # --only: compute (and hold) only those
             if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
                 wanted = drawn_names(calc.session)  # a table draws the stage's own tensors: release the rest

@@ -155,7 +155,9 @@ def register(app) -> None:
                 result = run_generation(decoder, settings, on_step=progress.update)
             for message in session.graph.warnings:
                 sys.stderr.write(f"attncalc: warning: {message}\n")
-            names = [n.strip() for n in only.split(",") if n.strip()] if only else None
+            from attncalc import arguments
+
+            names = arguments.names(only)
             kind = resolve_format(fmt)
             if kind == "json":
                 sys.stdout.write(render.json_text(session, decoder, result, names) + "\n")

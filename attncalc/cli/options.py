@@ -178,13 +178,29 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def debugging() -> bool:
+    """ATTNCALC_DEBUG set to anything but empty, 0, false, no or off (docs/exit-codes.md)."""
+    return os.environ.get("ATTNCALC_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    try:
+        sys.stderr.write(f"attncalc: warning: {message}\n")
+    except (OSError, ValueError, AttributeError):  # no stderr to say it on
+        pass
+
+
 def guarded(fn, debug: bool):
     """Run fn; bad input → exit 2 with its message; Ctrl-C → 130; never a traceback unless --debug."""
     from attncalc.errors import InputError
     from attncalc.terminal import readable_streams
 
     readable_streams()
-    debug = debug or bool(os.environ.get("ATTNCALC_DEBUG"))
+    debug = debug or debugging()
+    if not debug:  # a Python or NumPy warning as one line of ours, never a source path and its code line
+        import warnings
+
+        warnings.showwarning = _warning_line
     try:
         return fn()
     except InputError as e:

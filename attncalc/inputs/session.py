@@ -260,11 +260,18 @@ def _every_name(fx: Fixture, opts: Options) -> set[str]:
     return set()
 
 
+UNKNOWN_SHOWN = 5
+
+
 def _unknown(kind: str, where: str, names: list[str], known) -> str:
     """The warning about names nobody reads (fixture keys, document tensors), with the nearest known."""
-    near = [m for m in (nearest(n, known) for n in names) if m]
+    shown = names[:UNKNOWN_SHOWN]  # a generate document has hundreds: a count and the first few
+    near = list(dict.fromkeys(m for m in (nearest(n, known) for n in shown) if m))
     hint = texts.t("surprises.did_you_mean", name=", ".join(near)) if near else ""
-    return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=", ".join(names))
+    listed = ", ".join(shown)
+    if len(names) > len(shown):
+        listed = texts.t("surprises.names_more", names=listed, n=len(names) - len(shown))
+    return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=listed)
 
 
 def _refers(fixture) -> bool:

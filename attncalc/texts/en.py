@@ -356,4 +356,6 @@ TEXTS = {
     "tui.summary": "attncalc walk: {seen} of {n} steps seen.",
     "tui.no_step": "a step number from 1 to {n} or a stage of this walk",
     "tui.made_here": "made on step {k}: Enter goes there",
+    # area apival (issue 19): a long list of unknown names, summarised
+    "surprises.names_more": "{names} and {n} more",
 }

@@ -356,4 +356,6 @@ TEXTS = {
     "tui.summary": "attncalc 逐步讲解：共 {n} 步，看了 {seen} 步。",
     "tui.no_step": "1 到 {n} 的步号，或本讲解中的阶段名",
     "tui.made_here": "在第 {k} 步算出：按回车跳过去",
+    # area apival (issue 19): a long list of unknown names, summarised
+    "surprises.names_more": "{names} 等另外 {n} 个",
 }
