@@ -216,6 +216,19 @@ def check_request(request: Request) -> None:
             arguments.check(f.name, getattr(request, f.name))
 
 
+def _check_head(graph, stage: str, head: int, where: str) -> None:
+    """`--head H` draws one head of the per-head tensors: a head the block has, at a stage that has them."""
+    from attncalc.core.ops import Scores
+
+    upto = STAGES.index(stage)
+    heads = [n.op.h for n in graph.nodes.values() if isinstance(n.op, Scores) and STAGES.index(n.stage) <= upto]
+    if not heads and where == "--head":  # (a document's head, carried through a pipe, waits for a later stage)
+        raise InputError(where, "a stage with per-head tensors (scores, mask, softmax or attend)", stage)
+    if heads and head >= max(heads):
+        n = max(heads)
+        raise InputError(where, f"a head from 0 to {n - 1} (the block has {n} head{'s' if n > 1 else ''})", str(head))
+
+
 class Calculation:
     """One input (example, fixture, document, inline matrices) as a graph of named tensors."""
 
@@ -225,6 +238,10 @@ class Calculation:
         self.session: Session = open_session(dataclasses.replace(self.request, sets=list(self.request.sets)))
         self.graph = self.session.graph
         self.stage = self.session.stage
+        head = self.session.options.get("head")
+        if head is not None:
+            where = "--head" if request.head is not None else f"{self.session.source}: options.head"
+            _check_head(self.graph, self.stage, head, where)
 
     def __repr__(self) -> str:
         return f"<attncalc.Calculation of {self.session.source or 'inline matrices'}, stage {self.stage}>"

@@ -133,6 +133,14 @@ def check(name: str, value, *, cli: bool = False):
     return _check(rule(name), option(name) if cli else name, value)
 
 
+def check_document_options(options: dict, source: str) -> None:
+    """A pipe document's `options` (kind, scale, block, layer, head) by the same rules as the options
+    that wrote them: a hand-edited `"kind": "weird"` is refused, not echoed on."""
+    for name, value in options.items():
+        if name in RULES:
+            _check(rule(name), f"{source}: options.{name}", value)
+
+
 def parse(name: str, text, *, cli: bool = True):
     """The value of an option given as text (`--heads 2`, `--kv-cache true`), checked by the same rule."""
     return _parse(rule(name), option(name) if cli else name, text)

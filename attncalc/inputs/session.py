@@ -16,6 +16,7 @@ from functools import cached_property, partial
 import numpy as np
 
 from attncalc import texts
+from attncalc.arguments import check_document_options
 from attncalc.core.build import Options
 from attncalc.core.build_layers import build, stage_block
 from attncalc.core.fields import known_paths, nearest, suggest, unknown_keys, unknown_path
@@ -315,6 +316,7 @@ def open_session(req: Request) -> Session:
     if req.stage is None:
         req = replace(req, stage=deepest_stage(raw))
     doc_options = dict(doc.get("options") or {}) if doc else {}
+    check_document_options(doc_options, source or "document")
     block = req.block or doc_options.get("block")
     path = stage_block(Fixture(raw, strict=False), block) if isinstance(raw, dict) else "attention"
     for opt, text in req.inline.items():
