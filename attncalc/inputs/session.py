@@ -7,6 +7,7 @@ and the tensors a person supplied.
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from attncalc.core.fields import known_paths, nearest, suggest, unknown_keys, un
 from attncalc.core.fixture import PATH_PART, Fixture
 from attncalc.core.graph import STAGES, Graph
 from attncalc.errors import InputError, describe
+from attncalc.inputs.changes import changed_by_sets
 from attncalc.inputs.document import document_from, read_document
 from attncalc.inputs.examples import DEFAULT_EXAMPLE, load_example
 from attncalc.inputs.literal import parse_matrix
@@ -323,6 +325,7 @@ def open_session(req: Request) -> Session:
         if opt in WEIGHT_OPTIONS:
             req.sets.append(f"{path}.{WEIGHT_OPTIONS[opt]}={json.dumps(parse_matrix(text, '--' + opt).tolist())}")
     req.sets += _head_sets(req, raw, path)
+    unchanged = copy.deepcopy(raw) if doc and doc.get("tensors") and req.sets else None  # what --set changes
     for assignment in req.sets:
         set_field(raw, assignment)
     notes = [_unknown("keys", source, unknown_keys(raw), known_paths())] if strict and unknown_keys(raw) else []
@@ -368,6 +371,10 @@ def open_session(req: Request) -> Session:
     passthrough = {}
     last = STAGES.index(req.stage)
     stale = _downstream(graph, _changed_by_options(req, doc_options, path)) if doc else set()
+    if unchanged is not None:
+        stale |= _downstream(
+            graph, changed_by_sets(Fixture(unchanged, fx.source, strict, fx.prefix), graph, req.stage, opts)
+        )
     for name, value in (doc.get("tensors") if doc else {}).items():
         node = graph.nodes.get(name)
         if node is None or not node.shown:
