@@ -216,6 +216,15 @@ def check_request(request: Request) -> None:
             arguments.check(f.name, getattr(request, f.name))
 
 
+def _cell_part(part, where: str):
+    """One index of explain(): an int; a token, `#N` (an index) or '"0"' (the token 0), as --cell reads it."""
+    from attncalc.inputs.literal import QUOTES, cell_parts
+
+    if not isinstance(part, str):
+        return arguments.coerce(int, part, where, lo=0)
+    return cell_parts(part, where)[0] if part[:1] in "#" + QUOTES else part
+
+
 def _check_head(graph, stage: str, head: int, where: str) -> None:
     """`--head H` draws one head of the per-head tensors: a head the block has, at a stage that has them."""
     from attncalc.core.ops import Scores
@@ -272,12 +281,14 @@ class Calculation:
 
     def explain(self, name: str, *index, precision: int = 3) -> Explanation:
         """The arithmetic of one cell; index by numbers or labels: explain("A", "爱", "你"), explain("S", 0, 1, 2)."""
-        from attncalc.inputs.literal import cell_label, parse_cell
+        from attncalc.inputs.literal import cell_index, cell_label
         from attncalc.render.text import expansion_lines
 
         node = self.graph.node(name)
         shape = np.shape(self.graph.value(name))
-        idx = parse_cell(",".join(map(str, index)), node.rows, node.cols, shape, option=f"explain({name!r})")
+        where = f"explain({name!r})"  # an int is an index; a str a token or an index as --cell reads one
+        parts = [_cell_part(p, where) for p in index]
+        idx = cell_index(parts, node.rows, node.cols, shape, option=where)
         expansion = self.graph.explain(name, idx)
         lines = expansion_lines(expansion, precision)
         return Explanation(
