@@ -277,6 +277,8 @@ class Calculation:
 
     def values(self, names: list[str] | None = None) -> dict[str, np.ndarray]:
         """Every tensor of the stage, or only `names` (intermediates released as soon as they are used)."""
+        if names is not None and not list(names):  # as --only '' is refused: an empty list asks for nothing
+            raise InputError("names", arguments.ONLY, "[]")
         return evaluate(self.session, names)
 
     def explain(self, name: str, *index, precision: int = 3) -> Explanation:

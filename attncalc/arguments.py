@@ -45,7 +45,7 @@ class Rule:
         if self.lo is not None and self.hi is not None:
             return f"{NAMES[self.kind]} from {self.lo:g} to {self.hi:g}"
         if self.lo is not None:
-            return f"{NAMES[self.kind]} ≥ {self.lo:g}"
+            return f"{NAMES[self.kind]} of at least {self.lo:g}"
         return "non-empty text" if self.nonempty else NAMES[self.kind]
 
 
