@@ -208,41 +208,11 @@ class CheckReport:
         return self.report
 
 
-def check_request(request: Request) -> None:
-    """Every field of `request` by its argument's rule (attncalc/arguments.py: the command line's options
-    are coerced by the same rules), named by its keyword: load(scale=nan) → `scale: expected …`."""
-    for f in dataclasses.fields(request):
-        if f.name in arguments.RULES:
-            arguments.check(f.name, getattr(request, f.name))
-
-
-def _cell_part(part, where: str):
-    """One index of explain(): an int; a token, `#N` (an index) or '"0"' (the token 0), as --cell reads it."""
-    from attncalc.inputs.literal import QUOTES, cell_parts
-
-    if not isinstance(part, str):
-        return arguments.coerce(int, part, where, lo=0)
-    return cell_parts(part, where)[0] if part[:1] in "#" + QUOTES else part
-
-
-def _check_head(graph, stage: str, head: int, where: str) -> None:
-    """`--head H` draws one head of the per-head tensors: a head the block has, at a stage that has them."""
-    from attncalc.core.ops import Scores
-
-    upto = STAGES.index(stage)
-    heads = [n.op.h for n in graph.nodes.values() if isinstance(n.op, Scores) and STAGES.index(n.stage) <= upto]
-    if not heads and where == "--head":  # (a document's head, carried through a pipe, waits for a later stage)
-        raise InputError(where, "a stage with per-head tensors (scores, mask, softmax or attend)", stage)
-    if heads and head >= max(heads):
-        n = max(heads)
-        raise InputError(where, f"a head from 0 to {n - 1} (the block has {n} head{'s' if n > 1 else ''})", str(head))
-
-
 class Calculation:
     """One input (example, fixture, document, inline matrices) as a graph of named tensors."""
 
     def __init__(self, request: Request):
-        check_request(request)
+        arguments.check_fields(request)  # load(scale=nan) → `scale: expected …`, as --scale nan is refused
         self.request = dataclasses.replace(request, sets=list(request.sets), inline=dict(request.inline))
         self.session: Session = open_session(dataclasses.replace(self.request, sets=list(self.request.sets)))
         self.graph = self.session.graph
@@ -250,7 +220,7 @@ class Calculation:
         head = self.session.options.get("head")
         if head is not None:
             where = "--head" if request.head is not None else f"{self.session.source}: options.head"
-            _check_head(self.graph, self.stage, head, where)
+            arguments.check_head(self.graph, self.stage, head, where)
 
     def __repr__(self) -> str:
         return f"<attncalc.Calculation of {self.session.source or 'inline matrices'}, stage {self.stage}>"
@@ -283,13 +253,13 @@ class Calculation:
 
     def explain(self, name: str, *index, precision: int = 3) -> Explanation:
         """The arithmetic of one cell; index by numbers or labels: explain("A", "爱", "你"), explain("S", 0, 1, 2)."""
-        from attncalc.inputs.literal import cell_index, cell_label
+        from attncalc.inputs.literal import cell_index, cell_label, cell_part
         from attncalc.render.text import expansion_lines
 
         node = self.graph.node(name)
         shape = np.shape(self.graph.value(name))
         where = f"explain({name!r})"  # an int is an index; a str a token or an index as --cell reads one
-        parts = [_cell_part(p, where) for p in index]
+        parts = [cell_part(p, where) for p in index]
         idx = cell_index(parts, node.rows, node.cols, shape, option=where)
         expansion = self.graph.explain(name, idx)
         lines = expansion_lines(expansion, precision)

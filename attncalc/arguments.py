@@ -219,3 +219,26 @@ def check_stage_options(stage: str | None, given: dict, *, cli: bool = False) ->
         if given.get(name) is not None:
             where = option(name) if cli else name
             raise InputError(where, f"a stage command from qkv to attend ({why.format(stage=stage)})", stage)
+
+
+def check_fields(request) -> None:
+    """Every field of a dataclass (the command line's Request) that has a rule, named by its keyword."""
+    import dataclasses
+
+    for f in dataclasses.fields(request):
+        if f.name in RULES:
+            check(f.name, getattr(request, f.name))
+
+
+def check_head(graph, stage: str, head: int, where: str) -> None:
+    """`--head H` draws one head of the per-head tensors: a head the block has, at a stage that has them."""
+    from attncalc.core.names import STAGES
+    from attncalc.core.ops import Scores
+
+    upto = STAGES.index(stage)
+    heads = [n.op.h for n in graph.nodes.values() if isinstance(n.op, Scores) and STAGES.index(n.stage) <= upto]
+    if not heads and where == "--head":  # (a document's head, carried through a pipe, waits for a later stage)
+        raise InputError(where, "a stage with per-head tensors (scores, mask, softmax or attend)", stage)
+    if heads and head >= max(heads):
+        n = max(heads)
+        raise InputError(where, f"a head from 0 to {n - 1} (the block has {n} head{'s' if n > 1 else ''})", str(head))

@@ -341,8 +341,9 @@ STARTS = {
 def duration(runs, sections, sizes) -> str:
     """How long the run will take, said before it starts: the small sections from one start-up timed
     here; the real-size runs of d (and e's generation) are timed when they start."""
-    start_up = min(run(ATTNCALC + ["softmax", "--example", "woaini", "-f", "json"])[0] for _ in range(2))  # 2nd: warm
     starts = sum(STARTS[s](runs) for s in sections if s in STARTS)
+    probe = ATTNCALC + ["softmax", "--example", "woaini", "-f", "json"]
+    start_up = min(run(probe)[0] for _ in range(2)) if starts else 0.0  # the second run: bytecode cached
     line = (
         f"This run takes about {starts * start_up / 60:.1f} min for sections {','.join(sorted(sections & set(STARTS)))}"
     )

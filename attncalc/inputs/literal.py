@@ -114,6 +114,15 @@ def _part(text: str, quoted: bool, option: str):
     return text
 
 
+def cell_part(part, where: str):
+    """One index of explain(): an int; a token, `#N` (an index) or '"0"' (the token 0), as --cell reads it."""
+    from attncalc import arguments
+
+    if not isinstance(part, str):
+        return arguments.coerce(int, part, where, lo=0)
+    return cell_parts(part, where)[0] if part[:1] in "#" + QUOTES else part
+
+
 def parse_cell(text: str, rows: list[str] | None, cols: list[str] | None, shape: tuple, option="--cell") -> tuple:
     """`1,0`, `爱,我`, `0,1,2` (head, row, col), `#1,"0"` → an index into a tensor of `shape`."""
     return cell_index(cell_parts(text, option), rows, cols, shape, option, text)

@@ -325,7 +325,9 @@ def open_session(req: Request) -> Session:
         if opt in WEIGHT_OPTIONS:
             req.sets.append(f"{path}.{WEIGHT_OPTIONS[opt]}={json.dumps(parse_matrix(text, '--' + opt).tolist())}")
     req.sets += _head_sets(req, raw, path)
-    unchanged = copy.deepcopy(raw) if doc and doc.get("tensors") and req.sets else None  # what --set changes
+    # what --set changes in a piped document: the fixture before it, to compare (a model's weights are
+    # not copied: everything is computed again from them)
+    unchanged = copy.deepcopy(raw) if doc and doc.get("tensors") and req.sets and not reference else None
     for assignment in req.sets:
         set_field(raw, assignment)
     notes = [_unknown("keys", source, unknown_keys(raw), known_paths())] if strict and unknown_keys(raw) else []
@@ -371,6 +373,8 @@ def open_session(req: Request) -> Session:
     passthrough = {}
     last = STAGES.index(req.stage)
     stale = _downstream(graph, _changed_by_options(req, doc_options, path)) if doc else set()
+    if doc and req.sets and reference:
+        stale |= set(graph.nodes)
     if unchanged is not None:
         stale |= _downstream(
             graph, changed_by_sets(Fixture(unchanged, fx.source, strict, fx.prefix), graph, req.stage, opts)
