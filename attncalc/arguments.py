@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from attncalc.core.names import MASK_KINDS
 from attncalc.errors import InputError
+from attncalc.render.formats import one_of
 
 NAMES = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -37,7 +38,7 @@ class Rule:
         if self.what:
             return self.what
         if self.choices:
-            return _one_of(self.choices)
+            return one_of(self.choices)
         if self.above is not None and self.hi is not None:
             return f"a number in ({self.above:g}, {self.hi:g}]"
         if self.above is not None:
@@ -47,11 +48,6 @@ class Rule:
         if self.lo is not None:
             return f"{NAMES[self.kind]} of at least {self.lo:g}"
         return "non-empty text" if self.nonempty else NAMES[self.kind]
-
-
-def _one_of(words) -> str:
-    words = list(words)
-    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
 
 
 def _langs() -> tuple[str, ...]:
@@ -91,7 +87,6 @@ RULES = {
     "seed": Rule(int, lo=0),
     "kv_cache": Rule(bool),
 }
-OPTIONS = {"kv_cache": "--kv-cache"}  # the option of a keyword, where it is not --keyword-with-dashes
 
 
 def rule(name: str) -> Rule:
@@ -100,7 +95,7 @@ def rule(name: str) -> Rule:
 
 
 def option(name: str) -> str:
-    return OPTIONS.get(name, "--" + name.replace("_", "-"))
+    return "--" + name.replace("_", "-")
 
 
 def limits(name: str) -> dict:
