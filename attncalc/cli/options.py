@@ -180,7 +180,7 @@ def fail(message: str, code: int = 2) -> None:
 
 def debugging() -> bool:
     """ATTNCALC_DEBUG set to anything but empty, 0, false, no or off (docs/exit-codes.md)."""
-    return os.environ.get("ATTNCALC_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+    return os.environ.get("ATTNCALC_DEBUG", "").strip().lower() not in ("", *arguments.FALSE)
 
 
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
