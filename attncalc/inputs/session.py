@@ -7,6 +7,7 @@ and the tensors a person supplied.
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from collections.abc import Callable
@@ -16,12 +17,14 @@ from functools import cached_property, partial
 import numpy as np
 
 from attncalc import texts
+from attncalc.arguments import check_document_options
 from attncalc.core.build import Options
 from attncalc.core.build_layers import build, stage_block
 from attncalc.core.fields import known_paths, nearest, suggest, unknown_keys, unknown_path
 from attncalc.core.fixture import PATH_PART, Fixture
 from attncalc.core.graph import STAGES, Graph
 from attncalc.errors import InputError, describe
+from attncalc.inputs.changes import changed_by_sets
 from attncalc.inputs.document import document_from, read_document
 from attncalc.inputs.examples import DEFAULT_EXAMPLE, load_example
 from attncalc.inputs.literal import parse_matrix
@@ -260,11 +263,18 @@ def _every_name(fx: Fixture, opts: Options) -> set[str]:
     return set()
 
 
+UNKNOWN_SHOWN = 5
+
+
 def _unknown(kind: str, where: str, names: list[str], known) -> str:
     """The warning about names nobody reads (fixture keys, document tensors), with the nearest known."""
-    near = [m for m in (nearest(n, known) for n in names) if m]
+    shown = names[:UNKNOWN_SHOWN]  # a generate document has hundreds: a count and the first few
+    near = list(dict.fromkeys(m for m in (nearest(n, known) for n in shown) if m))
     hint = texts.t("surprises.did_you_mean", name=", ".join(near)) if near else ""
-    return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=", ".join(names))
+    listed = ", ".join(shown)
+    if len(names) > len(shown):
+        listed = texts.t("surprises.names_more", names=listed, n=len(names) - len(shown))
+    return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=listed)
 
 
 def _refers(fixture) -> bool:
@@ -308,12 +318,16 @@ def open_session(req: Request) -> Session:
     if req.stage is None:
         req = replace(req, stage=deepest_stage(raw))
     doc_options = dict(doc.get("options") or {}) if doc else {}
+    check_document_options(doc_options, source or "document")
     block = req.block or doc_options.get("block")
     path = stage_block(Fixture(raw, strict=False), block) if isinstance(raw, dict) else "attention"
     for opt, text in req.inline.items():
         if opt in WEIGHT_OPTIONS:
             req.sets.append(f"{path}.{WEIGHT_OPTIONS[opt]}={json.dumps(parse_matrix(text, '--' + opt).tolist())}")
     req.sets += _head_sets(req, raw, path)
+    # what --set changes in a piped document: the fixture before it, to compare (a model's weights are
+    # not copied: everything is computed again from them)
+    unchanged = copy.deepcopy(raw) if doc and doc.get("tensors") and req.sets and not reference else None
     for assignment in req.sets:
         set_field(raw, assignment)
     notes = [_unknown("keys", source, unknown_keys(raw), known_paths())] if strict and unknown_keys(raw) else []
@@ -359,6 +373,12 @@ def open_session(req: Request) -> Session:
     passthrough = {}
     last = STAGES.index(req.stage)
     stale = _downstream(graph, _changed_by_options(req, doc_options, path)) if doc else set()
+    if doc and req.sets and reference:
+        stale |= set(graph.nodes)
+    if unchanged is not None:
+        stale |= _downstream(
+            graph, changed_by_sets(Fixture(unchanged, fx.source, strict, fx.prefix), graph, req.stage, opts)
+        )
     for name, value in (doc.get("tensors") if doc else {}).items():
         node = graph.nodes.get(name)
         if node is None or not node.shown:

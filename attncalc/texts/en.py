@@ -435,4 +435,6 @@ TEXTS = {
     "nb.verdict.slip": "slip",
     "nb.verdict.carried": "carried forward",
     "nb.screen_head": "stage | formulas | why | tensors | weights used | inputs | worked cell | quiz",
+    # area apival (issue 19): a long list of unknown names, summarised
+    "surprises.names_more": "{names} and {n} more",
 }

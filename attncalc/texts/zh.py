@@ -435,4 +435,6 @@ TEXTS = {
     "nb.verdict.slip": "失误",
     "nb.verdict.carried": "沿用前面的错误",
     "nb.screen_head": "阶段 | 公式 | 为什么 | 算出的张量 | 用到的权重 | 输入 | 示例格子 | 小测验",
+    # area apival (issue 19): a long list of unknown names, summarised
+    "surprises.names_more": "{names} 等另外 {n} 个",
 }
