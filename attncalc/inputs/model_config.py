@@ -7,7 +7,6 @@ reader serves all three inputs. The `gguf` package (the `models` extra) is impor
 
 from __future__ import annotations
 
-import json
 import os
 
 from attncalc.errors import InputError, describe
@@ -32,15 +31,9 @@ GGUF_FILE_TYPES = {0: "float32", 1: "float16", 32: "bfloat16"}  # llama_ftype: t
 
 def read_config(path: str) -> dict:
     """Load a config.json; unreadable files, invalid JSON and non-objects raise InputError(path, ...)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise InputError(path, "a readable config.json file", e.strerror or type(e).__name__) from None
-    except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError
-        raise InputError(path, "valid UTF-8 JSON", str(e)) from None
-    except RecursionError:
-        raise InputError(path, "JSON nested less deeply", "too many levels of nesting") from None
+    from attncalc.inputs.files import read_json
+
+    data = read_json(path, "config")
     if not isinstance(data, dict):
         raise InputError(path, "a JSON object", type(data).__name__)
     return data
