@@ -83,7 +83,8 @@ def _given(req: Request) -> Input:
         return Input(load_example(req.example), f"example {req.example}", True)
     if req.fixture:
         doc = read_document(files.read_text(req.fixture, "fixture"), req.fixture)
-        got = Input(doc["fixture"], req.fixture, True, doc if doc.get("tensors") else None)
+        keep = doc.get("tensors") or _refers(doc["fixture"])  # a document's tensors, or the files it refers to
+        got = Input(doc["fixture"], req.fixture, True, doc if keep else None)
         if not _refers(doc["fixture"]) and _big_fixture(req.fixture):
             got.reference_of = lambda: fixture_reference(req.fixture)
         return got
