@@ -61,6 +61,7 @@ def program() -> NoReturn:
     import gc
 
     gc.disable()
+    o.closed_streams()
     try:
         app(prog_name="attncalc")
     except SystemExit as e:

@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
                 raise InputError(
                     "model",
                     "--example NAME, --fixture FILE or a pipe document on standard input",
-                    "nothing (standard input is a terminal)",
+                    "nothing (standard input is " + ("closed)" if sys.stdin is None else "a terminal)"),
                 )
             source = "<stdin>" if worksheet == "-" else worksheet
             sheets = parse_worksheet(read_text(worksheet, "worksheet"), source)
