@@ -113,7 +113,10 @@ def test_yes_piped_into_check_ends_at_the_worksheet_limit(tmp_path):
         (["softmax", "/dev/zero"], "/dev/zero: expected a regular document file, found a character device"),
         (["check", "/dev/zero", "--example", "woaini"], "/dev/zero: expected a regular worksheet file"),
         (["kvcache", "/dev/zero", "--tokens", "8"], "/dev/zero: expected a regular config file"),
-        (["cost", "/dev/zero", "--prompt", "8", "--generate", "8", "--gpu", "H100-SXM"], "/dev/zero: expected a regular config file"),
+        (
+            ["cost", "/dev/zero", "--prompt", "8", "--generate", "8", "--gpu", "H100-SXM"],
+            "/dev/zero: expected a regular config file",
+        ),
     ],
 )
 def test_dev_zero_is_refused_without_reading(args, named, tmp_path):
