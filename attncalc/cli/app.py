@@ -124,11 +124,13 @@ def stage_command(stage: str):
             check_choices(fmt, kind, lang)
             o.quiet_blas_threads(model)
             from attncalc.api import Calculation
-            from attncalc.render.output import drawn_names, emit, resolve_format
+            from attncalc.render.output import drawn_names, emit, refuse_huge_document, resolve_format
 
             req = o.request(ctx, stage)
             calc = Calculation(req)
             names = [n.strip() for n in only.split(",")] if only else None
+            if resolve_format(fmt) == "json":
+                refuse_huge_document(calc.session, names)
             wanted = None if cell else names  # --only: compute (and hold) only those
             if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
                 wanted = drawn_names(calc.session)  # a table draws the stage's own tensors: release the rest

@@ -151,12 +151,14 @@ def register(app) -> None:
             from attncalc.decoding import generate as run_generation
             from attncalc.render import steps as render
 
+            names = [n.strip() for n in only.split(",") if n.strip()] if only else None
+            kind = resolve_format(fmt)
+            if kind == "json":
+                render.refuse_huge_generation(decoder, names)
             with Progress(settings.max_new_tokens) as progress:
                 result = run_generation(decoder, settings, on_step=progress.update)
             for message in session.graph.warnings:
                 sys.stderr.write(f"attncalc: warning: {message}\n")
-            names = [n.strip() for n in only.split(",") if n.strip()] if only else None
-            kind = resolve_format(fmt)
             if kind == "json":
                 sys.stdout.write(render.json_text(session, decoder, result, names) + "\n")
             elif names is not None:

@@ -8,7 +8,6 @@ import os
 from attncalc.render.text import explanation_text
 from attncalc.render.view import View, cell_text
 
-
 MIN_WIDTH = 20  # narrower than this, no matrix with its labels can be read: tables are laid out at 20
 
 

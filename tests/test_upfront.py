@@ -1,0 +1,102 @@
+"""What can be checked before the work is checked before it (issue 19): a JSON document over the 5,000,000-number
+cap (render/output.py) is refused from the graph's shapes, before any tensor is computed, for a stage and for
+generate. The estimate is a lower bound that is exact for every bundled example's every tensor."""
+
+import json
+
+import numpy as np
+import pytest
+
+import attncalc
+from attncalc.core.graph import Graph
+from attncalc.core.names import STAGES
+from attncalc.inputs.examples import example_names, load_example
+from attncalc.render.output import HUGE, numbers_at_least
+
+
+def stages_of(example):
+    for stage in STAGES:
+        try:
+            yield stage, attncalc.load(example, stage=stage)
+        except attncalc.InputError:  # a stage the example has no parts for (wochiyu has no encoder)
+            continue
+
+
+@pytest.mark.parametrize("example", example_names())
+def test_the_estimate_is_every_tensors_exact_size(example):
+    for stage, calc in stages_of(example):
+        for name, value in calc.values().items():
+            assert numbers_at_least(calc.graph, name) == np.size(value), (stage, name)
+
+
+def test_the_estimate_counts_heads_and_given_tensors():
+    calc = attncalc.load("woaini", stage="attend", heads=2)
+    assert numbers_at_least(calc.graph, "A") == 2 * 3 * 3 == np.size(calc["A"])
+    piped = attncalc.load({"attncalc": 1, "fixture": load_example("woaini"), "tensors": {"Q": np.ones((3, 4))}})
+    assert numbers_at_least(piped.graph, "Q") == 12
+
+
+@pytest.fixture
+def nothing_computed(monkeypatch):
+    """Any tensor computed fails the test: the refusal must come from shapes alone."""
+
+    def refuse(*args, **kw):
+        raise AssertionError("a tensor was computed before the size was checked")
+
+    monkeypatch.setattr(Graph, "value", refuse)
+    monkeypatch.setattr(Graph, "evaluate", refuse)
+
+
+def long_fixture(tmp_path, example: str, n: int):
+    fx = load_example(example)
+    words = [t for t in fx["vocab"] if t not in fx.get("special", {}).values()]
+    fx["source"] = [words[k % len(words)] for k in range(n)]
+    path = tmp_path / f"{example}-{n}.json"
+    path.write_text(json.dumps(fx, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_a_10000_token_fixture_is_refused_before_computing(cli, tmp_path, nothing_computed):
+    n = 10_000
+    out = cli("softmax", "--fixture", long_fixture(tmp_path, "wochiyu", n), "-f", "json")
+    assert out.exit_code == 2 and out.stdout == ""
+    at_least = 2 * n * 4 + 3 * n * 2 + 5 * n * n  # X, H [n×4]; Q, K, V [n×2]; S, S_scaled, M, S_masked, A [n×n]
+    assert out.stderr == (
+        f"attncalc: error: -f json: expected at most {HUGE:,} numbers in one document (pick tensors with --only A,O),"
+        f" found at least {at_least:,} numbers, about {at_least * 20 / 1e6:,.0f} MB of JSON\n"
+    )
+
+
+def test_a_512_token_decoder_is_refused_before_computing(cli, tmp_path, nothing_computed):
+    out = cli("decoder", "--fixture", long_fixture(tmp_path, "tinyllama", 512), "-f", "json")
+    assert out.exit_code == 2 and "found at least" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_only_still_writes_what_fits(cli, tmp_path):
+    out = cli("softmax", "--fixture", long_fixture(tmp_path, "wochiyu", 1200), "-f", "json", "--only", "A")
+    assert out.exit_code == 0, out.stderr
+    a = np.array(json.loads(out.stdout)["tensors"]["A"])
+    assert a.shape == (1200, 1200)
+    np.testing.assert_allclose(a.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_a_generation_too_big_for_json_is_refused_before_generating(cli, tmp_path, monkeypatch):
+    import attncalc.decoding
+
+    def refuse(*args, **kw):
+        raise AssertionError("generated before the size was checked")
+
+    monkeypatch.setattr(attncalc.decoding, "generate", refuse)
+    out = cli("generate", "--fixture", long_fixture(tmp_path, "tinyllama", 600), "-f", "json")
+    assert out.exit_code == 2 and out.stdout == ""
+    assert "(pick tensors with --only logits,probs), found at least" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_the_first_steps_estimate_is_what_the_generation_writes():
+    from attncalc.decoding import Settings, decoder_graph, generate
+
+    model = attncalc.load("tinyllama").decoder_model()
+    first = decoder_graph(model, model.prompt, 0, {})
+    estimate = sum(numbers_at_least(first, n) for n in first.shown() if n not in first.given)
+    run = generate(model, Settings(max_new_tokens=1))
+    assert estimate == sum(np.size(t.value) for t in run.steps[0].tensors.values())
