@@ -100,3 +100,39 @@ def test_the_first_steps_estimate_is_what_the_generation_writes():
     estimate = sum(numbers_at_least(first, n) for n in first.shown() if n not in first.given)
     run = generate(model, Settings(max_new_tokens=1))
     assert estimate == sum(np.size(t.value) for t in run.steps[0].tensors.values())
+
+
+def big_sheet(tmp_path, first: str, rows: int = 560_000):
+    """A 13 MB text worksheet: `first`, then woaini's Q row 爱 again and again."""
+    path = tmp_path / "big.txt"
+    path.write_text("Q =\n" + first + "\n" + "0.426 1.770 0.426 1.770\n" * rows, encoding="utf-8")
+    assert path.stat().st_size > 13_000_000
+    return path
+
+
+def test_a_13_mb_worksheet_with_a_bad_first_row_is_refused_from_its_first_lines(cli, tmp_path, monkeypatch):
+    from attncalc.inputs import worksheet
+
+    read = []
+    real = worksheet._tokens
+    monkeypatch.setattr(worksheet, "_tokens", lambda line: read.append(line) or real(line))
+    path = big_sheet(tmp_path, "1 1 x 1")
+    out = cli("check", path, "--example", "woaini")
+    assert out.exit_code == 2 and out.stdout == ""
+    assert (
+        out.stderr
+        == f"attncalc: error: {path}: Q[0][2] (line 2): expected a number (or \"-inf\" for a blocked cell), found 'x'\n"
+    )
+    assert len(read) < 2 * worksheet.EARLY_LINES  # not 560,000 lines tokenized first
+    read.clear()
+    with pytest.raises(attncalc.InputError, match=r"Q\[1\] \(line 3\): expected 4 numbers like row 0, found 3"):
+        attncalc.load("woaini").check(big_sheet(tmp_path, "1 1 1 1\n0.426 1.770 0.426"))
+    assert len(read) < 2 * worksheet.EARLY_LINES
+
+
+def test_an_error_only_the_whole_sheet_shows_still_waits_for_it(tmp_path):
+    from attncalc.inputs.worksheet import EARLY_LINES, parse_worksheet
+
+    late_head = "Q[1] =\n1 2\n" + "# note\n" * EARLY_LINES + "Q[0] =\n3 4\n"  # head 0 comes after the first lines
+    sheets = parse_worksheet(late_head, "sheet")
+    assert sheets["Q"].values.tolist() == [[[3.0, 4.0]], [[1.0, 2.0]]]
