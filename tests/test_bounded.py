@@ -159,3 +159,13 @@ def test_the_api_refuses_the_same_files_with_the_same_words(tmp_path, fifo):
     for path, found in (("/dev/zero", "a character device"), (str(fifo), "a FIFO")):
         with pytest.raises(attncalc.InputError, match=f"expected a regular worksheet file, found {found}"):
             calc.check(path)
+
+
+def test_a_model_folder_whose_config_is_a_fifo_is_named(tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    os.mkfifo(folder / "config.json")
+    err = bounded("kvcache", folder, "--tokens", "8", tmp=tmp_path)
+    assert f"{folder}/config.json: expected a regular config file, found a FIFO (named pipe)" in err

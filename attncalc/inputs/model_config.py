@@ -42,7 +42,7 @@ def read_config(path: str) -> dict:
 def read_model_config(path: str) -> dict:
     """The config of `path`: a config.json, a folder holding config.json (or one .gguf), or a .gguf file."""
     if os.path.isdir(path):
-        if os.path.isfile(os.path.join(path, "config.json")):
+        if os.path.lexists(os.path.join(path, "config.json")):  # a FIFO or a dangling link is named, not skipped
             return read_config(os.path.join(path, "config.json"))
         ggufs = sorted(f for f in os.listdir(path) if f.endswith(".gguf"))
         if len(ggufs) == 1:
