@@ -136,3 +136,29 @@ def test_an_error_only_the_whole_sheet_shows_still_waits_for_it(tmp_path):
     late_head = "Q[1] =\n1 2\n" + "# note\n" * EARLY_LINES + "Q[0] =\n3 4\n"  # head 0 comes after the first lines
     sheets = parse_worksheet(late_head, "sheet")
     assert sheets["Q"].values.tolist() == [[[3.0, 4.0]], [[1.0, 2.0]]]
+
+
+def test_a_big_json_worksheet_with_a_bad_first_row_is_refused_before_keeping_every_numbers_text(tmp_path, monkeypatch):
+    from attncalc.inputs import worksheet
+
+    kept = []
+    monkeypatch.setattr(worksheet, "Literal", lambda text: kept.append(text) or float(text))
+    rows = [[1, 1, "x", 1]] + [[0.426, 1.770, 0.426, 1.770]] * 100_000
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"attncalc": 1, "tensors": {"Q": rows}}), encoding="utf-8")
+    with pytest.raises(attncalc.InputError) as e:
+        attncalc.load("woaini").check(path)
+    assert str(e.value) == f"{path}: Q[0][2]: expected a number (or \"-inf\" for a blocked cell), found 'x'"
+    assert kept == []  # refused from the plain parse
+    small = worksheet.parse_worksheet  # the same words as the full parse of the same first row gives
+    with pytest.raises(attncalc.InputError, match=r"^s: Q\[0\]\[2\]: expected a number .*found 'x'$"):
+        small(json.dumps({"Q": rows[:3]}), "s")
+
+
+def test_a_number_too_big_in_a_big_json_worksheet_is_named_as_written():
+    from attncalc.inputs.worksheet import parse_worksheet
+
+    rows = [[0.5, float("inf"), 1, 1]] + [[0.426, 1.770, 0.426, 1.770]] * 100_000
+    text = json.dumps({"Q": rows}).replace("Infinity", "1e999")  # finite digits, infinite in float64
+    with pytest.raises(attncalc.InputError, match=r"^s: Q\[0\]\[1\]: expected a finite number, found 1e999$"):
+        parse_worksheet(text, "s")

@@ -111,6 +111,8 @@ def parse_worksheet(text: str, source: str) -> dict[str, Sheet]:
     if not first.startswith(("{", "[")):
         _refuse_early(text, source)
         return _parse_text(text, source)
+    if len(text) > EARLY_JSON:
+        _refuse_early_json(text, source)
     try:
         data = json.loads(text, parse_float=Literal, parse_int=Literal, parse_constant=_reject)
     except json.JSONDecodeError as e:
@@ -130,6 +132,28 @@ def parse_worksheet(text: str, source: str) -> dict[str, Sheet]:
 
 
 EARLY_LINES = 256  # a long text sheet's first lines are read alone first
+EARLY_JSON = 1 << 20  # characters: a JSON sheet this long has its first rows checked before the full parse
+
+
+def _refuse_early_json(text: str, source: str) -> None:
+    """A bad cell in the first row of a big JSON sheet's tensor is named after a plain parse (C speed), before
+    the parse that keeps every number's text (a Python object per number: 15 s for 11 MB). Anything else,
+    and a number that is not finite (named as written by the full parse), waits for the full parse."""
+    try:
+        data = json.loads(text, parse_int=float, parse_constant=_reject)
+    except (ValueError, RecursionError):
+        return
+    if isinstance(data, dict) and "attncalc" in data and isinstance(data.get("tensors"), dict):
+        data = data["tensors"]
+    for name, value in data.items() if isinstance(data, dict) else ():
+        try:
+            _blocks(value[:1] if isinstance(value, list) else value, f"{source}: {name}")
+        except RecursionError:
+            return
+        except InputError as e:
+            if "finite" not in e.expected:
+                raise
+            return
 
 
 def _refuse_early(text: str, source: str) -> None:
