@@ -38,15 +38,8 @@ def run(*args, stdin=subprocess.DEVNULL, shell_stdin: str | None = None, tmp: Pa
         feeder = subprocess.Popen(shell_stdin, shell=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         stdin = feeder.stdout
     with open(tmp / "stderr", "w+b") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "attncalc", *map(str, args)],
-            stdin=stdin,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-            cwd=ROOT,
-            preexec_fn=_limits,
-        )
+        kw = {"stdin": stdin, "stdout": subprocess.DEVNULL, "stderr": err, "env": env, "preexec_fn": _limits}
+        proc = subprocess.Popen([sys.executable, "-m", "attncalc", *map(str, args)], cwd=ROOT, **kw)
         if feeder is not None:
             feeder.stdout.close()  # the child holds the pipe now
         try:
@@ -106,41 +99,28 @@ def test_yes_piped_into_check_ends_at_the_worksheet_limit(tmp_path):
     assert "<stdin>: expected a worksheet of at most 16 MiB (docs/limits.md)" in err
 
 
-@pytest.mark.parametrize(
-    "args, named",
-    [
-        (["softmax", "--fixture", "/dev/zero"], "/dev/zero: expected a regular fixture file, found a character device"),
-        (["softmax", "/dev/zero"], "/dev/zero: expected a regular document file, found a character device"),
-        (["check", "/dev/zero", "--example", "woaini"], "/dev/zero: expected a regular worksheet file"),
-        (["kvcache", "/dev/zero", "--tokens", "8"], "/dev/zero: expected a regular config file"),
-        (
-            ["cost", "/dev/zero", "--prompt", "8", "--generate", "8", "--gpu", "H100-SXM"],
-            "/dev/zero: expected a regular config file",
-        ),
-    ],
-)
-def test_dev_zero_is_refused_without_reading(args, named, tmp_path):
-    assert named in bounded(*args, tmp=tmp_path)
+READERS = [  # every command that reads a file named on its command line, and the kind of file it reads
+    (["softmax", "--fixture", "{path}"], "fixture"),
+    (["softmax", "{path}"], "document"),
+    (["check", "{path}", "--example", "woaini"], "worksheet"),
+    (["kvcache", "{path}", "--tokens", "8"], "config"),
+    (["cost", "{path}", "--prompt", "8", "--generate", "8", "--gpu", "H100-SXM"], "config"),
+]
+
+
+@pytest.mark.parametrize("args, kind", READERS)
+@pytest.mark.parametrize("which", ["/dev/zero", "a FIFO"])
+def test_a_device_or_a_fifo_is_refused_without_reading_or_waiting(args, kind, which, tmp_path, request):
+    path = "/dev/zero" if which == "/dev/zero" else request.getfixturevalue("fifo")
+    found = "a character device" if which == "/dev/zero" else "a FIFO (named pipe)"
+    err = bounded(*[a.format(path=path) for a in args], tmp=tmp_path)
+    assert f"{path}: expected a regular {kind} file, found {found}" in err
 
 
 def test_dev_zero_on_standard_input_is_refused_as_binary(tmp_path):
     with open("/dev/zero", "rb") as zero:
         err = bounded("softmax", stdin=zero, tmp=tmp_path)
     assert "<stdin>: expected a text document (UTF-8), found binary data (a NUL byte at offset 0)" in err
-
-
-@pytest.mark.parametrize(
-    "args, kind",
-    [
-        (["softmax", "--fixture", "{fifo}"], "fixture"),
-        (["softmax", "{fifo}"], "document"),
-        (["check", "{fifo}", "--example", "woaini"], "worksheet"),
-        (["kvcache", "{fifo}", "--tokens", "8"], "config"),
-    ],
-)
-def test_a_fifo_is_refused_without_waiting_for_a_writer(fifo, args, kind, tmp_path):
-    err = bounded(*[a.format(fifo=fifo) for a in args], tmp=tmp_path)
-    assert f"{fifo}: expected a regular {kind} file, found a FIFO (named pipe)" in err
 
 
 def test_a_forged_reference_to_dev_zero_is_refused_before_reading_it(tmp_path):
