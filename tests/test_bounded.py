@@ -50,6 +50,7 @@ def run(*args, stdin=subprocess.DEVNULL, shell_stdin: str | None = None, tmp: Pa
                     break
                 if time.monotonic() > deadline:
                     proc.kill()
+                    os.waitpid(proc.pid, 0)
                     pytest.fail(f"attncalc {' '.join(map(str, args))}: still running after {WALL_SECONDS} s")
                 time.sleep(0.02)
         finally:
