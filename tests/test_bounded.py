@@ -150,3 +150,19 @@ def test_a_model_folder_whose_config_is_a_fifo_is_named(tmp_path):
     os.mkfifo(folder / "config.json")
     err = bounded("kvcache", folder, "--tokens", "8", tmp=tmp_path)
     assert f"{folder}/config.json: expected a regular config file, found a FIFO (named pipe)" in err
+
+
+def test_a_gguf_that_is_a_device_or_a_fifo_is_refused_without_mapping_it(tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    zero, fifo, folder = tmp_path / "zero.gguf", tmp_path / "fifo.gguf", tmp_path / "model"
+    zero.symlink_to("/dev/zero")
+    os.mkfifo(fifo)
+    folder.mkdir()
+    os.mkfifo(folder / "only.gguf")
+    for args, path, found in (
+        (["kvcache", zero, "--tokens", "8"], zero, "a character device"),
+        (["kvcache", fifo, "--tokens", "8"], fifo, "a FIFO (named pipe)"),
+        (["cost", folder, "--prompt", "8", "--generate", "8", "--gpu", "H100-SXM"], folder / "only.gguf", "a FIFO"),
+    ):
+        assert f"{path}: expected a regular GGUF file, found {found}" in bounded(*args, tmp=tmp_path)

@@ -54,6 +54,13 @@ def read_model_config(path: str) -> dict:
     return read_config(path)
 
 
+def _regular_gguf(path: str) -> None:
+    """A regular file (inputs/files.py): the GGUF reader maps the file, and on a FIFO it waits forever."""
+    from attncalc.inputs.files import regular
+
+    regular(path, "GGUF")
+
+
 def _scalar(field, where: str):
     value = field.contents()
     if isinstance(value, list):  # per-layer arrays (e.g. head_count_kv): one value when all layers agree
@@ -65,6 +72,7 @@ def _scalar(field, where: str):
 
 def gguf_config(path: str) -> dict:
     """GGUF metadata renamed to config.json keys; tie_word_embeddings from whether output.weight is stored."""
+    _regular_gguf(path)
     try:
         import gguf
     except ImportError:
