@@ -429,7 +429,7 @@ def _narrow_as_written(value) -> str:
 def read_worksheet(worksheet) -> dict:
     """A worksheet as check reads it: a dict of tensors (lists or arrays), a path, the text itself, or
     what `check.parse_worksheet` made of one (the command line reads the worksheet first)."""
-    from attncalc.inputs.session import read_text
+    from attncalc.inputs.files import read_text
     from attncalc.inputs.worksheet import Sheet, parse_worksheet
 
     if isinstance(worksheet, dict) and worksheet and all(isinstance(v, Sheet) for v in worksheet.values()):
@@ -438,7 +438,7 @@ def read_worksheet(worksheet) -> dict:
         return parse_worksheet(_as_written(worksheet), "worksheet")
     if isinstance(worksheet, os.PathLike) or isinstance(worksheet, str) and "\n" not in worksheet:
         if isinstance(worksheet, os.PathLike) or os.path.exists(worksheet):
-            return parse_worksheet(read_text(os.fspath(worksheet)), os.fspath(worksheet))
+            return parse_worksheet(read_text(os.fspath(worksheet), "worksheet"), os.fspath(worksheet))
     if isinstance(worksheet, str):
         return parse_worksheet(worksheet, "worksheet")
     raise InputError("worksheet", "a dict of tensors, a path or a worksheet's text", type(worksheet).__name__)

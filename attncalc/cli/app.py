@@ -61,6 +61,7 @@ def program() -> NoReturn:
     import gc
 
     gc.disable()
+    o.closed_streams()
     try:
         app(prog_name="attncalc")
     except SystemExit as e:
@@ -121,11 +122,13 @@ def stage_command(stage: str):
             arguments.check_stage_options(stage, ctx.params, cli=True)
             o.quiet_blas_threads(model)
             from attncalc.api import Calculation
-            from attncalc.render.output import drawn_names, emit, resolve_format
+            from attncalc.render.output import drawn_names, emit, refuse_huge_document, resolve_format
 
             req = o.request(ctx, stage)
             calc = Calculation(req)
             names = arguments.names(only)
+            if resolve_format(fmt) == "json":
+                refuse_huge_document(calc.session, names)
             wanted = None if cell else names  # --only: compute (and hold) only those
             if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
                 wanted = drawn_names(calc.session)  # a table draws the stage's own tensors: release the rest

@@ -161,17 +161,18 @@ def register(app) -> None:
             settings = _settings(max_new_tokens, strategy, temperature, top_k, top_p, seed, kv_cache)
             req = o.request(ctx, "embed")
             session, decoder = _model(req)
+            from attncalc import arguments
             from attncalc.decoding import generate as run_generation
             from attncalc.render import steps as render
 
+            names = arguments.names(only)
+            kind = resolve_format(fmt)
+            if kind == "json":
+                render.refuse_huge_generation(decoder, names)
             with Progress(settings.max_new_tokens) as progress:
                 result = run_generation(decoder, settings, on_step=progress.update)
             for message in session.graph.warnings:
                 sys.stderr.write(f"attncalc: warning: {message}\n")
-            from attncalc import arguments
-
-            names = arguments.names(only)
-            kind = resolve_format(fmt)
             if kind == "json":
                 sys.stdout.write(render.json_text(session, decoder, result, names) + "\n")
             elif names is not None:

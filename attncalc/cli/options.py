@@ -164,11 +164,23 @@ def leave(code) -> NoReturn:
     os._exit(code)
 
 
+def closed_streams() -> None:
+    """A standard stream the shell closed (`>&-`, `2>&-`) is None in Python. Without stdout there is no
+    result to give: exit 74 at once, before any work (a table would otherwise vanish into Rich's null file
+    with exit 0). Without stderr the messages are lost but the exit code must stay the one documented
+    (`check`'s 1 means wrong cells; an error writing to a missing stderr would make every exit 1)."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives as long as the process)
+    if sys.stdout is None:
+        sys.stderr.write("attncalc: error: standard output is closed: there is nowhere to write the result\n")
+        leave(74)
+
+
 def unwritable(e: OSError) -> str | None:
     """`standard output: No space left on device` when the output could not be written (exit 74), else None."""
     import errno
 
-    full = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+    full = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF)  # EBADF: stdout opened read-only
     return f"standard output: {e.strerror}" if e.errno in full and e.filename is None else None
 
 

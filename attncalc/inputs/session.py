@@ -1,18 +1,18 @@
-"""Parse → load → compute: where a command's input comes from (docs/commands.md) and the graph it gives.
+"""Parse → load → compute: the graph a command's input gives.
 
-Every command that computes goes through `open_session`: examples, fixture files, pipe
-documents (path or stdin), inline literals and `--set` all end as one fixture dict, one graph
-and the tensors a person supplied.
+Every command that computes goes through `open_session`: the input is read once by `inputs/reading.py`
+(examples, fixture files, pipe documents, models, through `inputs/files.py`); here `--set`, `--heads`,
+the inline matrices and a document's tensors are applied to it and the graph is built. Nothing here
+opens a file.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property, partial
+from functools import cached_property
 
 import numpy as np
 
@@ -25,9 +25,8 @@ from attncalc.core.fixture import PATH_PART, Fixture
 from attncalc.core.graph import STAGES, Graph
 from attncalc.errors import InputError, describe
 from attncalc.inputs.changes import changed_by_sets
-from attncalc.inputs.document import document_from, read_document
-from attncalc.inputs.examples import DEFAULT_EXAMPLE, load_example
 from attncalc.inputs.literal import parse_matrix
+from attncalc.inputs.reading import read_input
 from attncalc.texts import t
 
 MAIN = {
@@ -43,10 +42,6 @@ MAIN = {
 }
 WEIGHT_OPTIONS = {"wq": "Wq", "wk": "Wk", "wv": "Wv", "wo": "Wo"}
 TENSOR_OPTIONS = {"x": "X", "q": "Q", "k": "K", "v": "V", "weights": "A"}
-NO_INPUT = (
-    "--example NAME, --fixture FILE, a pipe document (stdin or a path), or inline matrices such as "
-    '--scores "5.1 1.0 4.3"'
-)
 
 
 @dataclass
@@ -93,17 +88,6 @@ class Session:
         return self.reference_of()
 
 
-def read_text(path: str) -> str:
-    try:
-        if path == "-":
-            return sys.stdin.read()
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        reason = getattr(e, "strerror", None) or str(e)
-        raise InputError(path, "a readable UTF-8 file", reason) from None
-
-
 def set_field(raw: dict, assignment: str) -> None:
     """`--set position.type=rope`: the value is JSON when it parses as JSON, else a string."""
     if "=" not in assignment:
@@ -138,47 +122,6 @@ def set_field(raw: dict, assignment: str) -> None:
                 cur[i] = value
             else:
                 cur = cur[i]
-
-
-def _source(req: Request):
-    """(fixture dict, where it came from, strict, input document or None). A document with tensors
-    whose fixture has no vocab and no embedding was made from inline matrices: it stays a calculator
-    (unless its fixture refers to model files: inputs/checkpoints/source.py)."""
-    given = [x for x in (req.example, req.fixture, req.document) if x] + (["a dict"] if req.data is not None else [])
-    if len(given) > 1:
-        raise InputError("input", "one of --example, --fixture or a document", ", ".join(given))
-    if req.data is not None:
-        doc = document_from(req.data, "document" if "attncalc" in req.data else "")
-        return (
-            doc["fixture"],
-            "document" if "attncalc" in req.data else "",
-            True,
-            doc if "attncalc" in req.data else None,
-        )
-    if req.example:
-        return load_example(req.example), f"example {req.example}", True, None
-    if req.fixture:
-        doc = read_document(read_text(req.fixture), req.fixture)
-        return doc["fixture"], req.fixture, True, doc if doc.get("tensors") else None
-    at_terminal = sys.stdin is None or sys.stdin.isatty()
-    if req.document or not at_terminal:
-        path = req.document or "-"
-        text = read_text(path)
-        if not text.strip() and not req.document:
-            if req.inline:
-                return {}, "inline", False, None
-            raise InputError("input", NO_INPUT, "nothing on standard input")
-        where = "<stdin>" if path == "-" else path
-        doc = read_document(text, where)
-        calculator = (
-            bool(doc["tensors"]) and not ({"vocab", "embedding"} & set(doc["fixture"])) and not _refers(doc["fixture"])
-        )
-        return doc["fixture"], "inline" if calculator else where, not calculator, doc
-    if req.inline:
-        return {}, "inline", False, None
-    # nothing given at a terminal: the bundled example, said on stderr (stdout stays the result)
-    sys.stderr.write(f"attncalc: {texts.t('surprises.default_example', name=DEFAULT_EXAMPLE)}\n")
-    return load_example(DEFAULT_EXAMPLE), f"example {DEFAULT_EXAMPLE}", True, None
 
 
 def check_shape(node, value, where: str) -> None:
@@ -277,44 +220,15 @@ def _unknown(kind: str, where: str, names: list[str], known) -> str:
     return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=listed)
 
 
-def _refers(fixture) -> bool:
-    from attncalc.inputs.checkpoints.source import is_reference
-
-    return is_reference(fixture)
-
-
-def _big_file(path: str) -> bool:
-    from attncalc.inputs.checkpoints.source import big_fixture
-
-    return big_fixture(path)
-
-
-def _fixture_reference(path: str) -> dict:
-    from attncalc.inputs.checkpoints.source import fixture_reference
-
-    return fixture_reference(path)
-
-
 def deepest_stage(raw: dict) -> str:
     """The last stage a fixture has the parts for: decoder, encoder, else one attention block."""
     return "decoder" if raw.get("decoder") else "encoder" if raw.get("encoder") else "attend"
 
 
 def open_session(req: Request) -> Session:
-    opened = None  # the checkpoint readers are imported only for a model, a fixture file or a document
-    if (req.model, req.text, req.ids) != (None, None, None):
-        from attncalc.inputs.checkpoints.source import model_input
-
-        opened = model_input(req.model, req.text, req.ids)
-    if opened and (req.example or req.fixture or req.document or req.data is not None):
-        raise InputError("--model", "one input (--model, --example, --fixture or a document)", "more than one")
-    raw, source, strict, doc = (opened[0], opened[1], True, None) if opened else _source(req)
-    reference = opened[2] if opened else None
-    big_file = not opened and req.fixture and _big_file(req.fixture)  # named by a reference, not copied
-    if doc and _refers(doc["fixture"]):
-        from attncalc.inputs.checkpoints.source import from_reference
-
-        raw, _, reference = from_reference(doc["fixture"], source)
+    got = read_input(req)
+    raw, source, strict, doc = got.fixture, got.source, got.strict, got.document
+    reference = got.reference  # a model's files (or a big fixture file) the fixture stands for
     if req.stage is None:
         req = replace(req, stage=deepest_stage(raw))
     doc_options = dict(doc.get("options") or {}) if doc else {}
@@ -359,7 +273,7 @@ def open_session(req: Request) -> Session:
         raw,
         source if source != "inline" else "",
         strict,
-        prefix="fixture." if doc and not (reference or big_file) else "",
+        prefix="fixture." if doc and not got.referred else "",
     )
     opts = Options(
         kind=options.get("kind"), scale=options.get("scale"), block=block, d_k=d_k, layer=options.get("layer")
@@ -406,7 +320,7 @@ def open_session(req: Request) -> Session:
         passthrough=passthrough,
         tokens=tokens,
         typed=["--" + k for k in req.inline],
-        reference_of=partial(_fixture_reference, req.fixture) if big_file and not reference else lambda: reference,
+        reference_of=got.reference_of if got.reference is None and got.reference_of else lambda: got.reference,
     )
 
 
