@@ -61,6 +61,11 @@ def read_model_config(path: str) -> dict:
     return read_config(path)
 
 
+GGUF_REQUIRED = {
+    "block_count": "the number of layers",
+    "embedding_length": "the model's width (d_model)",
+    "attention.head_count": "the number of attention heads",
+}
 INTEGER_KEYS = {k for k in GGUF_KEYS if not k.startswith(("rope.freq", "attention.layer_norm"))}
 
 
@@ -104,6 +109,8 @@ def gguf_config(path: str, header=None) -> dict:
     for key, name in GGUF_KEYS.items():
         if f"{arch}.{key}" in meta:
             config[name] = _scalar(meta, f"{arch}.{key}", f"{path}: {arch}.{key}")
+        elif key in GGUF_REQUIRED:
+            raise InputError(f"{path}: {arch}.{key}", f"{GGUF_REQUIRED[key]}, a whole number", "no such key")
     if "vocab_size" not in config and isinstance(meta.get("tokenizer.ggml.tokens"), list):
         config["vocab_size"] = len(meta["tokenizer.ggml.tokens"])
     scaling = meta.get(f"{arch}.rope.scaling.type")

@@ -65,7 +65,20 @@ def rope_position(fields) -> dict:
     if kind != "default":
         scaling.setdefault("max_position_embeddings", fields.get("max_position_embeddings"))
         position["scaling"] = {k: v for k, v in scaling.items() if v is not None}
+        _check_scaling(fields, position)
     return position
+
+
+def _check_scaling(fields, position: dict) -> None:
+    """The scaling checked here as the RoPE step will read it, so that a bad one is named as the config
+    names it (rope_scaling.factor of config.json) rather than as the fixture field it becomes."""
+    from attncalc.core.positions import rope_inv_freq
+
+    try:
+        rope_inv_freq(4, position["theta"], position["scaling"])
+    except InputError as e:
+        key = "rope_scaling" + e.where.removeprefix("position.scaling")
+        raise InputError(fields.where(key), e.expected, e.found) from None
 
 
 def fixture(fields, tensors) -> dict:
