@@ -108,26 +108,29 @@ def gguf_name(hf: str) -> str:
     return f"blk.{i}.{GGUF_NAMES[rest]}"
 
 
+GGUF_META = {
+    "llama.block_count": LAYERS,
+    "llama.embedding_length": D,
+    "llama.feed_forward_length": FF,
+    "llama.attention.head_count": HEADS,
+    "llama.attention.head_count_kv": KV_HEADS,
+    "llama.context_length": 32,
+    "llama.attention.layer_norm_rms_epsilon": 1e-6,
+    "llama.rope.freq_base": 10000.0,
+    "tokenizer.ggml.model": "gpt2",
+    "tokenizer.ggml.tokens": VOCAB,
+    "tokenizer.ggml.merges": ["a b", "Ġ a"],
+    "tokenizer.ggml.token_type": [1] * len(VOCAB),
+}
+
+
 def gguf_file(path, meta: dict | None = None, drop=(), seed: int = 0) -> str:
     """The same model as a GGUF file with a byte-level BPE vocabulary (gpt2); `meta` overrides keys,
     `drop` leaves keys out."""
     import gguf
 
     w = gguf.GGUFWriter(str(path), "llama")
-    keys = {
-        "llama.block_count": LAYERS,
-        "llama.embedding_length": D,
-        "llama.feed_forward_length": FF,
-        "llama.attention.head_count": HEADS,
-        "llama.attention.head_count_kv": KV_HEADS,
-        "llama.context_length": 32,
-        "llama.attention.layer_norm_rms_epsilon": 1e-6,
-        "llama.rope.freq_base": 10000.0,
-        "tokenizer.ggml.model": "gpt2",
-        "tokenizer.ggml.tokens": VOCAB,
-        "tokenizer.ggml.merges": ["a b", "Ġ a"],
-        "tokenizer.ggml.token_type": [1] * len(VOCAB),
-    } | (meta or {})
+    keys = GGUF_META | (meta or {})
     for key, value in keys.items():
         if key in drop:
             continue

@@ -1,6 +1,6 @@
 """A GGUF file's header read by attncalc itself, every count, length and offset checked against the file.
 
-The format (ggml's docs/gguf.md): "GGUF", a version (2 or 3), the tensor count and the key/value count
+The format (the gguf.md of ggml-org/ggml): "GGUF", a version (2 or 3), the tensor count and the key/value count
 (u64 each), the key/value pairs (a string key, a u32 value type, the value; an array is an element type,
 a u64 count and the elements), each tensor's info (a name, u32 n_dims ≤ 4, the dimensions innermost first,
 a u32 ggml type, a u64 offset from the data section), padding to `general.alignment` (32), the data.
