@@ -199,12 +199,12 @@ def gguf_config(file) -> tuple[dict, str]:
     from attncalc.inputs.checkpoints import llama
     from attncalc.inputs.model_config import gguf_config as renamed
 
-    config = renamed(file.path, file.header)
-    arch = config["model_type"]
-    if arch not in llama.GGUF_ARCHITECTURES:
+    arch = file.meta("general.architecture")
+    if arch not in llama.GGUF_ARCHITECTURES:  # before its keys: another architecture's keys are not looked for
         raise InputError(
-            f"{file.path}: general.architecture", "one of " + ", ".join(llama.GGUF_ARCHITECTURES), repr(arch)
+            f"{file.path}: general.architecture", "one of " + ", ".join(llama.GGUF_ARCHITECTURES), describe(arch)
         )
+    config = renamed(file.path, file.header)
     config["hidden_act"] = "silu"
     if "vocab_size" not in config and "token_embd.weight" in file.tensors:  # older files: the embedding's rows
         config["vocab_size"] = file.tensors["token_embd.weight"].shape[0]
