@@ -9,7 +9,8 @@ JSON, each dtype (known and real), each shape (whole numbers ≥ 0), each tensor
 dtype × shape bytes long, none overlapping another).
 
 Reading through NumPy rather than safe_open also spares a copy: safe_open's get_tensor copies every tensor
-out of the map, here a float32 weight stays a view of it (MiniLM's 22.7M weights: measured in the report).
+out of the map, here a float32 weight stays a view of it (reading and summing all of all-MiniLM-L6-v2's
+weights: 38 ms against safe_open's 132 ms, on a busy 2-core machine).
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ def _header(f, size: int, path: str) -> tuple[dict, int]:
         raise InputError(path, "a safetensors header length of at least 2 (a JSON object)", "0")
     if n > cap:
         raise InputError(
-            path, f"a safetensors header of at most {files.limit_text('checkpoint header')}", f"{n:,} bytes"
+            path,
+            f"a safetensors header of at most {files.limit_text('checkpoint header')} (docs/limits.md)",
+            f"{n:,} bytes",
         )
     if 8 + n > size:
         raise InputError(path, f"a safetensors header of {n:,} bytes after its length", f"a file of {size:,} bytes")
