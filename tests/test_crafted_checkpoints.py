@@ -186,6 +186,7 @@ FOLDERS = {
     "index naming a missing shard": (index({"weight_map": {"a": "model-00001.safetensors"}}), ["model-00001"]),
     "index naming /etc/passwd": (index({"weight_map": {"a": "/etc/passwd"}}), ["weight_map", "'/etc/passwd'"]),
     "index naming ../x": (index({"weight_map": {"a": "../x"}}), ["weight_map", "'../x'"]),
+    "index naming a list": (index({"weight_map": {"a": ["x"]}}), ["weight_map", "shard file names", "['x']"]),
     "a symlink loop": (loop, ["model.safetensors", "symbolic links"]),
     "a FIFO as weights": (fifo, ["model.safetensors", "FIFO"]),
 }

@@ -251,3 +251,15 @@ def test_crafted_files_in_a_subprocess_under_1_gb(seed, valid, tmp_path):
     assert done.returncode == 2, done.stderr[-800:]
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("attncalc: error: ") and "m" in lines[0], done.stderr
+
+
+SHARD_NAMES = st.sampled_from(["model.safetensors", "missing.safetensors", "/etc/passwd", "../x", "", "."]) | JSON_VALUE
+
+
+@CRAFTED
+@given(index=JSON_VALUE | st.builds(lambda m: {"weight_map": m}, st.dictionaries(st.text(max_size=4), SHARD_NAMES)))
+def test_structural_mutations_of_a_shard_index_end_well(index, valid, tmp_path_factory, cli):
+    folder = write_folder(tmp_path_factory.mktemp("index"), valid)
+    with open(os.path.join(folder, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
+        json.dump(index, f)
+    run_all(cli, folder)

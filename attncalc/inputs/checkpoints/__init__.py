@@ -162,7 +162,10 @@ def _safetensors_files(folder: str) -> list[str]:
         weight_map = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(weight_map, dict) or not weight_map:
             raise InputError(f"{index}: weight_map", "an object of tensor name → shard file", describe(weight_map))
-        return [_shard(folder, s, f"{index}: weight_map") for s in sorted(set(weight_map.values()), key=str)]
+        for name in weight_map.values():
+            if not isinstance(name, str):
+                raise InputError(f"{index}: weight_map", "shard file names", describe(name))
+        return [_shard(folder, name, f"{index}: weight_map") for name in sorted(set(weight_map.values()))]
     found = sorted(name for name in os.listdir(folder) if name.endswith(".safetensors"))
     return [_shard(folder, name, folder) for name in found]
 
