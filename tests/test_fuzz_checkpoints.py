@@ -25,7 +25,7 @@ import crafted  # noqa: E402
 
 MORE = int(os.environ.get("ATTNCALC_FUZZ", "0"))
 CRAFTED = settings(
-    max_examples=MORE or 10, derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck)
+    max_examples=MORE or 8, derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck)
 )
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIB = 1 << 30
