@@ -308,3 +308,21 @@ def test_a_good_vocab_txt_reads_text(tmp_path, cli):
     r = cli("embed", "--model", vocab_folder(tmp_path, WORDPIECE), "--text", "A b", "-f", "json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["tokens"]["source"] == ["[CLS]", "a", "b", "[SEP]"]
+
+
+def test_a_rust_panic_prints_one_line_in_a_real_process(tmp_path):
+    """With RUST_BACKTRACE=1 the panic hook writes its message and a 256-line backtrace straight to file
+    descriptor 2; attncalc keeps it quiet and says one line."""
+    import subprocess
+    import sys
+
+    folder = crafted.folder(tmp_path / "m", tokenizer=SLOW_REGEX)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root, RUST_BACKTRACE="1", NO_COLOR="1")
+    command = [sys.executable, "-m", "attncalc", "embed", "--model", folder, "--text", "a" * 60 + "!"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        f"attncalc: error: {folder}/tokenizer.json: expected a tokenizer that reads --text, "
+        "found the tokenizer library failed on it (a panic inside tokenizers)"
+    ]

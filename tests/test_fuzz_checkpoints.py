@@ -24,9 +24,7 @@ pytest.importorskip("gguf")
 import crafted  # noqa: E402
 
 MORE = int(os.environ.get("ATTNCALC_FUZZ", "0"))
-CRAFTED = settings(
-    max_examples=MORE or 8, derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck)
-)
+CRAFTED = settings(max_examples=MORE or 8, derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIB = 1 << 30
 
