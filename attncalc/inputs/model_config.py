@@ -69,16 +69,16 @@ GGUF_REQUIRED = {
 INTEGER_KEYS = {k for k in GGUF_KEYS if not k.startswith(("rope.freq", "attention.layer_norm"))}
 
 
-def _scalar(meta: dict, key: str, where: str):
+def _scalar(meta: dict, arch: str, key: str, where: str):
     """A GGUF hyperparameter as one number: a per-layer array (head_count_kv) when all layers agree; a
     string or a fraction where a count belongs refused, naming the key."""
-    value = meta[key]
+    value = meta[f"{arch}.{key}"]
     if isinstance(value, list):
         if not value or any(v != value[0] for v in value):
             raise InputError(where, "the same value for every layer", describe(value))
         value = value[0]
     whole = isinstance(value, int) and not isinstance(value, bool)
-    if key.split(".", 1)[1] in INTEGER_KEYS and not whole:
+    if key in INTEGER_KEYS and not whole:
         raise InputError(where, "a whole number", describe(value))
     if not whole and not isinstance(value, float):
         raise InputError(where, "a number", describe(value))
@@ -108,7 +108,7 @@ def gguf_config(path: str, header=None) -> dict:
     config = {"model_type": arch, "architectures": [f"{arch} (GGUF)"]}
     for key, name in GGUF_KEYS.items():
         if f"{arch}.{key}" in meta:
-            config[name] = _scalar(meta, f"{arch}.{key}", f"{path}: {arch}.{key}")
+            config[name] = _scalar(meta, arch, key, f"{path}: {arch}.{key}")
         elif key in GGUF_REQUIRED:
             raise InputError(f"{path}: {arch}.{key}", f"{GGUF_REQUIRED[key]}, a whole number", "no such key")
     if "vocab_size" not in config and isinstance(meta.get("tokenizer.ggml.tokens"), list):
