@@ -83,3 +83,20 @@ def test_readme_links_the_docs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for page in sorted(os.listdir(DOCS)):
         assert f"docs/{page}" in readme or page == "README.md", f"README does not link docs/{page}"
+
+
+def command_names() -> list[str]:
+    return [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands]
+
+
+@pytest.mark.parametrize("columns", ["60", "100"])
+def test_no_help_line_is_cut_with_dots(cli, monkeypatch, columns):
+    """Click shortens a command's help in `attncalc --help` to its line with "...": each is shown whole."""
+    monkeypatch.setenv("COLUMNS", columns)
+    helps = {"attncalc": cli("--help").stdout, **{n: cli(n, "--help").stdout for n in command_names()}}
+    listed = helps["attncalc"].split("Commands:")[1]
+    assert "Positional encoding (sinusoidal, learned, RoPE, ALiBi, none) and H" in " ".join(listed.split())
+    for name, text in helps.items():
+        assert "Usage:" in text, name
+        cut = [line for line in text.splitlines() if line.rstrip().endswith("...")]
+        assert cut == [], f"{name} --help: {cut}"

@@ -21,6 +21,7 @@ app = o.App(
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     cls=o.Group,
+    subcommand_metavar="COMMAND [ARGS]",  # Click adds "..." for "any number": no help line ends in "..."
 )
 
 STAGE_HELP = {
