@@ -1,6 +1,7 @@
 """docs/ is the reference users have: its examples run, its links resolve, every command is in it,
 and nothing in the package, README or docs points to a file outside the repository."""
 
+import ast
 import os
 import re
 from pathlib import Path
@@ -100,3 +101,42 @@ def test_no_help_line_is_cut_with_dots(cli, monkeypatch, columns):
         assert "Usage:" in text, name
         cut = [line for line in text.splitlines() if line.rstrip().endswith("...")]
         assert cut == [], f"{name} --help: {cut}"
+
+
+EXITING = {"Exit", "SystemExit", "fail", "leave", "exit"}  # typer.Exit, options.fail/leave, Textual's App.exit
+
+
+def exit_codes_in_code() -> set[int]:
+    """Every status attncalc's source ends with: the numbers given to EXITING calls (and their defaults),
+    `code or N`, a key binding's "leave(N)", and Click's usage errors."""
+    import typer.core
+
+    codes = {typer.core._click.exceptions.UsageError.exit_code}
+    for path in (ROOT / "attncalc").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in EXITING:
+                given = [*node.args, *(k.value for k in node.keywords if k.arg in ("code", "return_code"))]
+                codes |= {a.value for a in given if isinstance(a, ast.Constant) and isinstance(a.value, int)}
+                codes |= {0} if not given else set()  # typer.Exit(): success
+            elif isinstance(node, ast.FunctionDef) and node.name in EXITING:
+                codes |= {d.value for d in node.args.defaults if isinstance(d, ast.Constant) and type(d.value) is int}
+            elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and "code" in ast.unparse(node.values[0]):
+                codes |= {v.value for v in node.values[1:] if isinstance(v, ast.Constant) and type(v.value) is int}
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                codes |= {int(n) for n in re.findall(r"^leave\((\d+)\)$", node.value)}
+    return codes
+
+
+def test_every_exit_code_the_program_returns_is_documented_in_docs_and_readme():
+    codes = exit_codes_in_code()
+    assert {0, 1, 2, 70, 74, 130} <= codes  # the scan finds what the program is known to return
+    table = {int(n) for n in re.findall(r"^\| (\d+) \|", (DOCS / "exit-codes.md").read_text(encoding="utf-8"), re.M)}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## Exit codes")[1].split("\n## ")[0]
+    in_readme = {int(n) for n in re.findall(r"(?:^|· )(\d+) ", readme.strip())}
+    (row,) = re.findall(
+        r"\| \[exit-codes\.md\]\(exit-codes\.md\) \| (.*) \|", (DOCS / "README.md").read_text(encoding="utf-8")
+    )
+    in_index = {int(n) for n in re.findall(r"\d+", row)}
+    assert table == codes, f"docs/exit-codes.md lists {sorted(table)}, the program returns {sorted(codes)}"
+    assert in_readme == codes, f"README lists {sorted(in_readme)}, the program returns {sorted(codes)}"
+    assert in_index == codes, f"docs/README.md lists {sorted(in_index)}, the program returns {sorted(codes)}"
