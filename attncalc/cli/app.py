@@ -69,7 +69,7 @@ def program() -> NoReturn:
     o.leave(0)
 
 
-def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage"):
+def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage", standalone: bool = False):
     """The options whose words are fixed (formats, mask kinds, languages), each list kept in one place."""
     from attncalc import texts
     from attncalc.core.names import MASK_KINDS
@@ -77,7 +77,7 @@ def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "
     from attncalc.render import formats
     from attncalc.texts import LANGS
 
-    formats.check(fmt, command)
+    formats.check(fmt, command, standalone)
     if kind is not None and kind not in MASK_KINDS:
         raise InputError("--kind", formats.one_of(MASK_KINDS), repr(kind))
     if lang is not None and lang not in LANGS:
@@ -92,6 +92,7 @@ def stage_command(stage: str):
         example: o.Example = None,
         fixture: o.FixturePath = None,
         fmt: o.Format = "auto",
+        standalone: o.Standalone = False,
         precision: o.Precision = 3,
         work: o.Work = None,
         cell: o.Cell = None,
@@ -121,9 +122,10 @@ def stage_command(stage: str):
         debug: o.Debug = False,
     ):
         def run():
-            check_choices(fmt, kind, lang)
+            check_choices(fmt, kind, lang, standalone=standalone)
             o.quiet_blas_threads(model)
             from attncalc.api import Calculation
+            from attncalc.render import latex
             from attncalc.render.output import drawn_names, emit, resolve_format
 
             req = o.request(ctx, stage)
@@ -146,7 +148,8 @@ def stage_command(stage: str):
                 import sys
 
                 sys.stderr.write(f"attncalc: warning: {message}\n")
-            emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
+            with latex.standalone(standalone):
+                emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
 
         o.guarded(run, debug)
 

@@ -40,6 +40,14 @@ def format_option(command: str = "stage"):
 
 
 Format = format_option("stage")
+Standalone = Annotated[
+    bool,
+    typer.Option(
+        "--standalone",
+        help="With -f latex: a whole document XeLaTeX compiles (amsmath, xeCJK), not a fragment.",
+        rich_help_panel=OUTPUT,
+    ),
+]
 Precision = Annotated[
     int,
     typer.Option("--precision", "-p", min=0, max=12, help="Decimals shown (JSON keeps all).", rich_help_panel=OUTPUT),
