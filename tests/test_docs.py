@@ -18,10 +18,32 @@ def python_blocks(page: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", (DOCS / page).read_text(encoding="utf-8"), re.S)
 
 
-def test_the_readme_python_example_runs(tmp_path, monkeypatch):
+def claim(comment: str):
+    """What a `# LITERAL: words` comment says the line gives, or None (a comment of words only)."""
+    try:
+        return ast.literal_eval(comment.split(":")[0].strip())
+    except (ValueError, SyntaxError):
+        return None
+
+
+def test_the_readme_python_example_runs_and_shows_what_it_says(tmp_path, monkeypatch):
+    """Each line of README's block that says what it gives (`# ['I', 'love', 'you', '</s>']`) gives that."""
     monkeypatch.chdir(tmp_path)
     (block,) = python_blocks("../README.md")
-    exec(compile(block, "README.md", "exec"), {"__name__": "docs"})
+    names, checked = {"__name__": "docs"}, 0
+    for statement in ast.parse(block).body:
+        code = ast.get_source_segment(block, statement)
+        line = block.splitlines()[statement.end_lineno - 1]
+        said = claim(line.split("  # ", 1)[1]) if "  # " in line else None
+        if said is None or not isinstance(statement, ast.Expr):
+            exec(compile(code, "README.md", "exec"), names)
+            continue
+        got = eval(compile(code, "README.md", "eval"), names)
+        if isinstance(said, float):  # to the decimals written
+            got = round(float(got), len(repr(said).split(".")[1]))
+        assert got == said, f"README: {code} gives {got!r}, its comment says {said!r}"
+        checked += 1
+    assert checked >= 4
 
 
 @pytest.mark.parametrize("k", range(len(python_blocks("api.md"))))
