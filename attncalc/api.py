@@ -139,6 +139,15 @@ class Tensor(np.ndarray):
 
         return mimebundle(self.__rich__())
 
+    def heatmap(self, head: int | None = None, precision: int = 3):
+        """The tensor as a heatmap picture (SVG: `.svg`, `.save(path)`; a notebook shows it): head `head` of a
+        [h, n, m] tensor, else its first view; large tensors summarised as in tables."""
+        from attncalc.render.notebook import heatmap
+
+        if self.node is None:
+            raise InputError("heatmap", "a tensor of the calculation (calc[name])", "an array without labels")
+        return heatmap(self.name, self.node, np.asarray(self), precision, head)
+
 
 def labelled(name: str, node, value: np.ndarray) -> Tensor:
     out = np.asarray(value).view(Tensor)
@@ -202,6 +211,14 @@ class CheckReport:
 
     def to_dict(self) -> dict:
         return self.report
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from attncalc.render.notebook import check_bundle
+
+        return check_bundle(self.report)
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
 
 
 class Calculation:
@@ -328,6 +345,32 @@ class Calculation:
             raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
         lo, hi = stage_range(start, end)
         return make_screens(self.session, self.values(), lang or texts.current(), lo, hi)
+
+    def walk_page(
+        self,
+        path=None,
+        *,
+        lang: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        quiz: bool = False,
+        precision: int = 3,
+    ) -> str:
+        """The walk as one self-contained web page (what `attncalc walk --html FILE` writes): its HTML,
+        also written to `path` when given. `quiz` starts it with the quiz on."""
+        from attncalc import texts
+        from attncalc.render.page import page_html, save_page
+        from attncalc.walk import Walk, stage_range, tell
+
+        if lang is not None and lang not in texts.LANGS:
+            raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
+        lo, hi = stage_range(start, end)
+        if self.stage != STAGES[-1]:  # a calculation up to a stage walks up to it
+            hi = min(hi, STAGES.index(self.stage))
+        name = self.request.example or self.session.source or "inline"
+        walk = Walk(self.session, self.values(), [], lang or texts.current(), name, span=(lo, hi), precision=precision)
+        tell(walk, walk.lang)
+        return page_html(walk, quiz) if path is None else save_page(walk, os.fspath(path), quiz, "walk_page")
 
 
 def _as_written(value) -> str:

@@ -21,12 +21,14 @@ from __future__ import annotations
 from attncalc import texts
 from attncalc.errors import InputError, describe
 from attncalc.hardware import Hardware
+from attncalc.inputs.model_config import GGUF_BYTES
 from attncalc.kvcache import is_encoder_only, kv_cache, pick_dtype
 
 WEIGHT_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 GATED = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "granite")  # gate/up/down MLP, RMSNorm
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe")  # the gated MLP as E experts, k of them per token, and a router
 TIED_BY_DEFAULT = ("gemma", "gemma2", "gpt2")  # transformers' config default tie_word_embeddings=True
-QKV_BIAS_ALWAYS = ("qwen2",)  # Qwen2Attention: q, k, v with bias, o without
+QKV_BIAS_ALWAYS = ("qwen2", "qwen2_moe")  # Qwen2Attention, Qwen2MoeAttention: q, k, v with bias, o without
 
 
 def _int(cfg: dict, keys: tuple, at: str, default=None) -> int:
@@ -63,19 +65,27 @@ def parameter_terms(config: dict, source: str = "config.json") -> dict:
         raise InputError(at + "model_type", "a decoder that generates tokens", f"encoder-only {model_type}")
     if model_type == "gpt2":
         layers, per_layer, model = _gpt2(cfg, at)
-    elif model_type in GATED:
+    elif model_type in GATED or model_type in MOE:
         layers, per_layer, model = _gated(cfg, at, model_type)
     else:
-        raise InputError(at + "model_type", "one of " + ", ".join(GATED + ("gpt2",)), describe(model_type))
+        raise InputError(at + "model_type", "one of " + ", ".join(GATED + MOE + ("gpt2",)), describe(model_type))
     layer_total = sum(t["count"] for t in per_layer)
     total = layer_total * layers + sum(t["count"] for t in model)
+    # a token uses k of an MoE layer's E experts: its active parameters count k/E of each expert term
+    active_layer = sum(t["count"] * t.get("active", 1.0) for t in per_layer)
+    expert_terms = [t for t in per_layer if "experts" in t]
     return {
+        "active": round(active_layer * layers + sum(t["count"] for t in model)),
+        "experts": expert_terms[0]["experts"] if expert_terms else None,
+        "experts_per_token": expert_terms[0]["per_token"] if expert_terms else None,
+        "expert_bytes_params": expert_terms[0]["count"] // expert_terms[0]["experts"] if expert_terms else 0,
         "total": total,
         "layers": layers,
         "per_layer": per_layer,
         "per_layer_total": layer_total,
         "model": model,  # embeddings, final norm, lm_head, learned positions
-        "layer_matmul": layers * sum(t.get("matmul_count", 0) for t in per_layer),
+        "layer_matmul": layers * sum(t.get("matmul_count", 0) for t in per_layer),  # every weight matrix
+        "active_layer_matmul": round(layers * sum(t.get("matmul_count", 0) * t.get("active", 1.0) for t in per_layer)),
         "lm_head_matmul": next(t["matmul_count"] for t in model if t["name"] in ("lm_head", "lm_head (tied)")),
     }
 
@@ -105,7 +115,7 @@ def _gated(cfg: dict, at: str, model_type: str):
     heads = _int(cfg, ("num_attention_heads",), at)
     kv = _int(cfg, ("num_key_value_heads",), at, default=heads)
     head_dim = _int(cfg, ("head_dim",), at, default=d // heads)
-    inner = _int(cfg, ("intermediate_size",), at)
+    inner = _int(cfg, ("intermediate_size",), at) if model_type not in MOE else None
     vocab = _int(cfg, ("vocab_size",), at)
     attention_bias = cfg.get("attention_bias") is True
     qkv_bias = attention_bias or model_type in QKV_BIAS_ALWAYS
@@ -115,13 +125,18 @@ def _gated(cfg: dict, at: str, model_type: str):
         _linear("k_proj", d, kv * head_dim, qkv_bias),
         _linear("v_proj", d, kv * head_dim, qkv_bias),
         _linear("o_proj", heads * head_dim, d, attention_bias),
-        _linear("gate_proj", d, inner, mlp_bias),
-        _linear("up_proj", d, inner, mlp_bias),
-        _linear("down_proj", inner, d, mlp_bias),
     ]
+    if model_type in MOE:
+        per_layer += _experts(cfg, at, model_type, d)
+    else:
+        per_layer += [
+            _linear("gate_proj", d, inner, mlp_bias),
+            _linear("up_proj", d, inner, mlp_bias),
+            _linear("down_proj", inner, d, mlp_bias),
+        ]
     norms = 4 if model_type == "gemma2" else 2  # Gemma-2 adds pre/post-feedforward norms
     per_layer.append(_term(f"{norms} RMSNorm γ", norms * d, f"{norms} × {d}", matmul=False, per_layer=True))
-    if model_type == "qwen3":
+    if model_type in ("qwen3", "qwen3_moe"):
         per_layer.append(_term("q_norm, k_norm γ", 2 * head_dim, f"2 × {head_dim}", matmul=False, per_layer=True))
     tied = cfg.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT) is True
     if tied:
@@ -137,6 +152,45 @@ def _gated(cfg: dict, at: str, model_type: str):
         lm_head,
     ]
     return _int(cfg, ("num_hidden_layers",), at), per_layer, model
+
+
+def _experts(cfg: dict, at: str, model_type: str, d: int) -> list[dict]:
+    """An MoE layer's MLP: the router (d × E), E gated experts (3 matrices each), and Qwen2-MoE's shared
+    expert with its one-output gate. Every MoE layer is counted as such (no dense layers in between)."""
+    for key in ("mlp_only_layers",):
+        if cfg.get(key):
+            raise InputError(
+                at + key, "an empty list (dense layers between MoE layers are not costed)", describe(cfg[key])
+            )
+    if cfg.get("decoder_sparse_step", 1) != 1:
+        raise InputError(
+            at + "decoder_sparse_step", "1 (every layer an MoE layer)", describe(cfg["decoder_sparse_step"])
+        )
+    experts = _int(cfg, ("num_local_experts", "num_experts"), at)
+    k = _int(cfg, ("num_experts_per_tok",), at)
+    if k > experts:
+        raise InputError(at + "num_experts_per_tok", f"at most the {experts} experts", str(k))
+    width = _int(cfg, ("intermediate_size",) if model_type == "mixtral" else ("moe_intermediate_size",), at)
+    expert = 3 * d * width
+    terms = [
+        _linear("router (gate)", d, experts, False),
+        {
+            **_term(
+                f"{experts} experts × (gate, up, down)", experts * expert, f"{experts} × 3 × {d} × {width}", True, True
+            ),
+            "matmul_count": experts * expert,
+            "experts": experts,
+            "per_token": k,
+            "active": k / experts,
+        },
+    ]
+    shared = cfg.get("shared_expert_intermediate_size")
+    if model_type == "qwen2_moe" and shared:
+        terms.append(
+            {**_linear("shared expert (gate, up, down)", d, 3 * shared, False), "formula": f"3 × {d} × {shared}"}
+        )
+        terms.append(_linear("shared_expert_gate", d, 1, False))
+    return terms
 
 
 def causal_pairs(tokens: int, window: int | None = None) -> int:
@@ -173,24 +227,49 @@ def serving_cost(
     batch: int = 1,
     dtype: str | None = None,
     weights_dtype: str | None = None,
+    kv_dtype: str | None = None,
+    group_size: int | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    link=None,
+    efficiency=None,
     source: str = "config.json",
 ) -> dict:
-    """Every figure of serving `config` on `hardware`, with the terms it is made of (JSON-ready)."""
+    """Every figure of serving `config` on `hardware` (× tp × pp GPUs), with the terms it is made of (JSON-ready)."""
+    from attncalc import estimate
+    from attncalc.hardware import LINKS, efficiency_of
+
     _check_count("--prompt", prompt, 1)
     _check_count("--generate", generate, 0)
     _check_count("--batch", batch, 1)
+    estimate.check_ways("--tp", tp)
+    estimate.check_ways("--pp", pp)
+    if group_size is not None:
+        _check_count("--group-size", group_size, 1)
     params = parameter_terms(config, source)
     cfg = config["text_config"] if isinstance(config.get("text_config"), dict) else config
-    kv = kv_cache(config, prompt + generate, batch, dtype, source=source)
-    kv_prompt = kv_cache(config, prompt, batch, dtype, source=source)
-    kv_sequence = kv_cache(config, prompt + generate, 1, dtype, source=source)["bytes"]
-    compute_dtype = kv["terms"]["dtype"]
+    compute_dtype = kv_cache(config, 1, 1, dtype, source=source)["terms"]["dtype"]
+    kv_name, kv_option = (kv_dtype, "--kv-dtype") if kv_dtype is not None else (dtype, "--dtype")
+    kv = kv_cache(config, prompt + generate, batch, kv_name, source=source, option=kv_option)
+    kv_name = kv["terms"]["dtype"]
+    kv_prompt = kv_cache(config, prompt, batch, kv_name, source=source)
+    kv_sequence = kv_cache(config, prompt + generate, 1, kv_name, source=source)["bytes"]
     notes = list(kv["notes"])
     wname = pick_dtype(weights_dtype or compute_dtype, cfg, config, [], option="--weights-dtype", known=WEIGHT_BITS)
     bits = WEIGHT_BITS[wname]
-    weights_bytes = -(-params["total"] * bits // 8)  # ceil: 4-bit weights pack two to a byte
-    if bits < 16:
-        notes.append(texts.t("cost.quantised", dtype=wname, bits=bits))
+    scale_bits = 16 / group_size if group_size else 0  # one fp16 scale per group of weights
+    weights_bytes = -(-params["total"] * bits // 8) + -(-params["total"] * 16 // (8 * group_size) if group_size else 0)
+    stored = config.get(GGUF_BYTES)
+    if stored and weights_dtype is None and group_size is None:  # a GGUF at its own tensors' bytes
+        weights_bytes, wname = stored, "GGUF"
+        bits = 8 * stored / params["total"]  # bits per parameter, scales and all (for the experts' share)
+        notes.append(texts.t("cost.gguf_bytes", bits=f"{bits:.3g}"))
+    elif bits < 16:
+        notes.append(
+            texts.t(
+                "cost.quantised_groups" if group_size else "cost.quantised", dtype=wname, bits=bits, group=group_size
+            )
+        )
     if compute_dtype not in hardware.flops:
         raise InputError("--dtype", "one of " + ", ".join(hardware.flops) + f" for {hardware.name}", compute_dtype)
     peak = hardware.flops[compute_dtype]
@@ -200,21 +279,102 @@ def serving_cost(
     t = kv["terms"]
     heads, head_dim, window = t["query_heads"], t["head_dim"], t["sliding_window"]
     full, sliding = t["full_layers"], t["sliding_layers"]
+    layers, d_model = t["layers"], t["d_model"]
     prompt_pairs = full * causal_pairs(prompt) + sliding * causal_pairs(prompt, window)
     attention = 4 * heads * head_dim * prompt_pairs
-    prefill_flops = batch * (2 * params["layer_matmul"] * prompt + 2 * params["lm_head_matmul"] + attention)
-    ttft = _bound(prefill_flops, weights_bytes + kv_prompt["bytes"], hardware, peak)
-
+    matmul = params["active_layer_matmul"]  # the weights one token is multiplied by (k of E experts)
+    prefill_flops = batch * (2 * matmul * prompt + 2 * params["lm_head_matmul"] + attention)
     cached = t["cached_tokens_full"] * full + t["cached_tokens_sliding"] * sliding  # keys the last token sees
-    decode_flops = batch * (2 * (params["layer_matmul"] + params["lm_head_matmul"]) + 4 * heads * head_dim * cached)
-    tpot = _bound(decode_flops, weights_bytes + kv["bytes"], hardware, peak)
+    decode_flops = batch * (2 * (matmul + params["lm_head_matmul"]) + 4 * heads * head_dim * cached)
 
-    notes += [texts.t(key) for key in ("cost.causal", "cost.lm_head_once", "cost.last_step", "cost.lower_bounds")]
+    moe = None
+    decode_weights = weights_bytes
+    if params["experts"]:  # a decode step reads only the experts its batch's tokens route to
+        e, k = params["experts"], params["experts_per_token"]
+        expert_bytes = round(params["expert_bytes_params"] * (bits + scale_bits) / 8)
+        touched = estimate.experts_touched(e, k, batch)
+        untouched = layers * (e - touched) * expert_bytes
+        decode_weights = weights_bytes - round(untouched)
+        moe = {
+            "experts": e,
+            "experts_per_token": k,
+            "active_params": params["active"],
+            "expert_bytes": expert_bytes,
+            "experts_touched_decode": touched,
+            "experts_touched_prefill": estimate.experts_touched(e, k, batch * prompt),
+            "decode_weights_bytes": decode_weights,
+        }
+        notes.append(texts.t("cost.moe_routing", e=e, k=k))
+
+    # the GPUs: tensor parallel splits weights, KV heads and FLOPs; pipeline parallel splits the layers
+    kv_per_gpu_heads, replicated = estimate.kv_heads_per_gpu(t["kv_heads"], heads, tp)
+    gpus = tp * pp
+    if gpus > 1 and hardware.link is None and link is None:
+        raise InputError(
+            "--tp" if tp > 1 else "--pp",
+            f"one device: {hardware.name} has no GPU-to-GPU link (--link NAME)",
+            str(tp if tp > 1 else pp),
+        )
+    link = link or (LINKS[hardware.link] if hardware.link else None)
+    kv_share = kv_per_gpu_heads / t["kv_heads"] / pp  # of the KV cache, on one GPU
+    per_gpu = {
+        "weights_bytes": -(-weights_bytes // gpus),
+        "kv_bytes": round(kv["bytes"] * kv_share),
+        "kv_bytes_per_sequence": round(kv_sequence * kv_share),
+        "kv_heads": kv_per_gpu_heads,
+        "kv_replicated": replicated,
+        "layers": -(-layers // pp),
+    }
+    value_bytes = 4 if compute_dtype == "fp32" else 2  # activations travel in 16 bits (fp8 models too)
+    comm = {"prefill": None, "decode": None, "pipeline_prefill": None, "pipeline_decode": None}
+    comm_s = {"prefill": 0.0, "decode": 0.0}
+    if tp > 1:
+        for phase, tokens in (("prefill", prompt), ("decode", 1)):
+            one = estimate.allreduce(batch * tokens * d_model, value_bytes, tp, link)
+            comm[phase] = {**one, "count": 2 * layers}
+            comm_s[phase] += 2 * layers * one["seconds"]
+    if pp > 1:
+        for phase, tokens in (("prefill", prompt), ("decode", 1)):
+            one = estimate.send(batch * tokens * d_model, value_bytes, link)
+            comm["pipeline_" + phase] = {**one, "count": pp - 1}
+            comm_s[phase] += (pp - 1) * one["seconds"]
+    eff = efficiency or efficiency_of(hardware)
+    if efficiency is None and hardware.kind not in ("datacenter",):
+        notes.append(texts.t("cost.efficiency_borrowed", name=hardware.name))
+    # a token passes every stage in turn: the pipeline's latency is the sum of its stages, i.e. all the
+    # work at one tensor-parallel group's rate (each stage does 1/pp of it); the bound of tensor parallelism
+    # alone divides the work among every GPU
+    work = {
+        "prefill": (prefill_flops, weights_bytes + kv_prompt["bytes"]),
+        "decode": (decode_flops, decode_weights + kv["bytes"]),
+    }
+    ways = tp if pp > 1 else gpus
+    ttft, tpot = (_bound(flops / ways, nbytes / ways, hardware, peak) for flops, nbytes in work.values())
+    prefill_est, decode_est = (
+        estimate.step(
+            flops / tp,
+            nbytes / tp,
+            peak=peak,
+            bandwidth=hardware.bandwidth,
+            efficiency=eff,
+            layers=layers,
+            comm_s=comm_s[phase],
+        )
+        for phase, (flops, nbytes) in work.items()
+    )
+    if tp > 1 and comm["decode"]["at_floor"]:
+        notes.append(texts.t("cost.allreduce_floor", latency=f"{link.latency * 1e6:g}"))
+    if pp > 1:
+        notes.append(texts.t("cost.pipeline_bubble", pp=pp, idle=f"{(pp - 1) / pp:.0%}"))
+
+    keys = ("cost.causal", "cost.lm_head_once", "cost.last_step", "cost.lower_bounds", "cost.estimates")
+    notes += [texts.t(key) for key in keys]
     fits = max_batch = None
     if hardware.memory is not None:
-        fits = weights_bytes + kv["bytes"] <= hardware.memory
-        room = hardware.memory - weights_bytes
-        max_batch = max(0, int(room // kv_sequence)) if kv_sequence else None
+        fits = per_gpu["weights_bytes"] + per_gpu["kv_bytes"] <= hardware.memory
+        room = hardware.memory - per_gpu["weights_bytes"]
+        per_seq = per_gpu["kv_bytes_per_sequence"]
+        max_batch = max(0, int(room // per_seq)) if per_seq else None
         if not fits:
             notes.append(texts.t("cost.does_not_fit", max_batch=max_batch if max_batch is not None else 0))
     return {
@@ -225,13 +385,31 @@ def serving_cost(
         "ttft_s": ttft["seconds"],
         "tpot_s": tpot["seconds"],
         "tokens_per_s": batch / tpot["seconds"],
+        "estimate": {
+            "ttft_s": prefill_est["seconds"],
+            "tpot_s": decode_est["seconds"],
+            "tokens_per_s": batch / decode_est["seconds"],
+            "efficiency": {"memory": eff.memory, "compute": eff.compute, "layer_s": eff.layer, "step_s": eff.step},
+            "prefill": prefill_est,
+            "decode": decode_est,
+        },
         "fits": fits,
         "max_batch": max_batch,
+        "gpus": {
+            "tp": tp,
+            "pp": pp,
+            "count": gpus,
+            "link": link.name if link and gpus > 1 else None,
+            **{"per_gpu": per_gpu},
+        },
+        "moe": moe,
         "terms": {
             "parameters": params,
             "weights_dtype": wname,
             "weights_bits": bits,
+            "group_size": group_size,
             "compute_dtype": compute_dtype,
+            "kv_dtype": kv_name,
             "kv": kv,
             "kv_prompt_bytes": kv_prompt["bytes"],
             "kv_bytes_per_sequence": kv_sequence,
@@ -243,12 +421,16 @@ def serving_cost(
             "keys_seen_last_step": cached,
             "prefill": ttft,
             "decode": tpot,
+            "communication": comm,
             "hardware": {
                 "name": hardware.name,
                 "bandwidth": hardware.bandwidth,
                 "flops": peak,
                 "memory": hardware.memory,
                 "estimated_flops": hardware.estimated_flops,
+                "link": None
+                if link is None
+                else {"name": link.name, "bandwidth": link.bandwidth, "latency_s": link.latency},
             },
         },
         "notes": notes,

@@ -378,6 +378,14 @@ class Generation:
     settings: Settings
     prompt: list[str]
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:  # a notebook: a row per step
+        from attncalc.render.notebook import generation_bundle
+
+        return generation_bundle(self)
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
+
 
 def generate(model: Model, s: Settings, keep: bool = True, stop_at_eos: bool = True, on_step=None) -> Generation:
     """Decode from the prompt until eos or s.max_new_tokens new tokens (stop_at_eos=False: always N);

@@ -18,43 +18,77 @@ class Hardware:
     flops: dict = field(default_factory=dict)  # dtype -> peak dense FLOP/s
     memory: float | None = None  # bytes
     estimated_flops: bool = False  # True when the vendor publishes no FLOP/s figure
+    kind: str = "custom"  # the class whose default efficiencies apply (EFFICIENCY)
+    link: str | None = None  # the GPU-to-GPU link of the usual multi-GPU machine (LINKS), None: one device
+
+
+@dataclass(frozen=True)
+class Link:
+    """A GPU-to-GPU interconnect: bandwidth per direction per GPU, and the latency floor of one all-reduce."""
+
+    name: str
+    bandwidth: float  # bytes/s, one direction, per GPU
+    latency: float  # seconds, α: one step of a ring (a ring all-reduce over N GPUs takes 2(N − 1) steps)
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """What real kernels reach (docs/cost.md, "Estimates"): fractions of peak, and the fixed costs of a step."""
+
+    memory: float  # achieved / peak memory bandwidth
+    compute: float  # achieved / peak dense FLOP/s
+    layer: float  # seconds per layer per step: kernel launches and synchronisation that move no data
+    step: float  # seconds per step: scheduling, sampling, returning the token
 
 
 T = 1e12
+
+
+def _part(name, bandwidth, memory, bf16, fp32, fp8=None, int8=None, *, kind, link=None, estimated=False):
+    """A preset from its sheet's figures in TFLOP/s (dense): bf16 = fp16, then fp8 and int8 where it has them."""
+    flops = {"bf16": bf16 * T, "fp16": bf16 * T}
+    flops.update({dtype: value * T for dtype, value in (("fp8", fp8), ("int8", int8)) if value})
+    flops["fp32"] = fp32 * T
+    return Hardware(name, bandwidth, flops, memory, estimated, kind, link)
+
+
 PRESETS = {
-    "A100-40GB": Hardware(
-        "A100-40GB", 1.555e12, {"bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T, "fp32": 19.5 * T}, 40e9
-    ),
-    "A100-80GB": Hardware(
-        "A100-80GB", 2.039e12, {"bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T, "fp32": 19.5 * T}, 80e9
-    ),
-    "H100-SXM": Hardware(
-        "H100-SXM", 3.35e12, {"bf16": 989 * T, "fp16": 989 * T, "fp8": 1979 * T, "int8": 1979 * T, "fp32": 67 * T}, 80e9
-    ),
-    "H100-PCIe": Hardware(
-        "H100-PCIe", 2.0e12, {"bf16": 756 * T, "fp16": 756 * T, "fp8": 1513 * T, "int8": 1513 * T, "fp32": 51 * T}, 80e9
-    ),
-    "H200": Hardware(
-        "H200", 4.8e12, {"bf16": 989 * T, "fp16": 989 * T, "fp8": 1979 * T, "int8": 1979 * T, "fp32": 67 * T}, 141e9
-    ),
-    "L4": Hardware(
-        "L4", 0.3e12, {"bf16": 121 * T, "fp16": 121 * T, "fp8": 242.5 * T, "int8": 242.5 * T, "fp32": 30.3 * T}, 24e9
-    ),
-    "L40S": Hardware(
-        "L40S",
-        0.864e12,
-        {"bf16": 362.05 * T, "fp16": 362.05 * T, "fp8": 733 * T, "int8": 733 * T, "fp32": 91.6 * T},
-        48e9,
-    ),
-    "RTX-4090": Hardware(
-        "RTX-4090",
-        1.008e12,
-        {"bf16": 165.2 * T, "fp16": 165.2 * T, "fp8": 330.3 * T, "int8": 660.6 * T, "fp32": 82.6 * T},
-        24e9,
-    ),
-    "M2-Ultra": Hardware("M2-Ultra", 0.8e12, {"bf16": 27.2 * T, "fp16": 27.2 * T, "fp32": 27.2 * T}, 192e9, True),
-    "M3-Max": Hardware("M3-Max", 0.4e12, {"bf16": 16.4 * T, "fp16": 16.4 * T, "fp32": 16.4 * T}, 128e9, True),
+    hw.name: hw
+    for hw in (
+        _part("A100-40GB", 1.555e12, 40e9, 312, 19.5, int8=624, kind="datacenter", link="NVLink3"),
+        _part("A100-80GB", 2.039e12, 80e9, 312, 19.5, int8=624, kind="datacenter", link="NVLink3"),
+        _part("H100-SXM", 3.35e12, 80e9, 989, 67, 1979, 1979, kind="datacenter", link="NVLink4"),
+        _part("H100-PCIe", 2.0e12, 80e9, 756, 51, 1513, 1513, kind="datacenter", link="PCIe5"),
+        _part("H200", 4.8e12, 141e9, 989, 67, 1979, 1979, kind="datacenter", link="NVLink4"),
+        _part("L4", 0.3e12, 24e9, 121, 30.3, 242.5, 242.5, kind="gddr", link="PCIe4"),
+        _part("L40S", 0.864e12, 48e9, 362.05, 91.6, 733, 733, kind="gddr", link="PCIe4"),
+        _part("RTX-4090", 1.008e12, 24e9, 165.2, 82.6, 330.3, 660.6, kind="gddr", link="PCIe4"),
+        _part("M2-Ultra", 0.8e12, 192e9, 27.2, 27.2, kind="apple", estimated=True),
+        _part("M3-Max", 0.4e12, 128e9, 16.4, 16.4, kind="apple", estimated=True),
+    )
 }
+
+
+# Interconnects, per GPU and per direction, from the same datasheets: A100 "NVLink 600 GB/s", H100 SXM "NVLink
+# 900 GB/s" (both directions added), "PCIe Gen4 64 GB/s", "PCIe Gen5 128 GB/s" (x16, both directions). The latency
+# α of one step of a ring all-reduce is an assumption (docs/cost.md, "Estimates"), not a datasheet figure.
+US = 1e-6
+LINKS = {
+    "NVLink3": Link("NVLink3", 300e9, 5 * US),
+    "NVLink4": Link("NVLink4", 450e9, 5 * US),
+    "PCIe4": Link("PCIe4", 32e9, 10 * US),
+    "PCIe5": Link("PCIe5", 64e9, 10 * US),
+}
+# Default efficiencies per hardware class (docs/cost.md, "Estimates": where they come from, and how well they
+# matched the published measurements there). GDDR and Apple parts have no published point checked yet: they take
+# the data-centre values, and cost says so.
+EFFICIENCY = {
+    "datacenter": Efficiency(memory=0.80, compute=0.60, layer=15 * US, step=0.5e-3),
+}
+
+
+def efficiency_of(hardware: Hardware) -> Efficiency:
+    return EFFICIENCY.get(hardware.kind, EFFICIENCY["datacenter"])
 
 
 def preset(name: str) -> Hardware | None:

@@ -182,7 +182,13 @@ def reach(cfg: dict, at: str, notes: list):
 
 
 def kv_cache(
-    config: dict, tokens: int, batch: int = 1, dtype: str | None = None, *, source: str = "config.json"
+    config: dict,
+    tokens: int,
+    batch: int = 1,
+    dtype: str | None = None,
+    *,
+    source: str = "config.json",
+    option: str = "--dtype",
 ) -> dict:
     """Size the KV cache of `config` for `tokens` tokens × `batch` sequences; every term is returned."""
     _check_arg("--tokens", tokens)
@@ -232,7 +238,7 @@ def kv_cache(
         notes.append(texts.t("kvcache.head_dim", dkey=dkey, hkey=hkey, d_model=d_model, heads=heads, head_dim=head_dim))
     elif head_dim * heads != d_model:
         notes.append(texts.t("kvcache.head_dim_given", head_dim=head_dim, dkey=dkey, hkey=hkey, ratio=d_model / heads))
-    name = pick_dtype(dtype, cfg, config, notes)
+    name = pick_dtype(dtype, cfg, config, notes, option=option)
     nbytes = DTYPE_BYTES[name]
     encoder_only = is_encoder_only(cfg)
     if encoder_only:

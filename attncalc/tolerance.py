@@ -87,11 +87,24 @@ def tolerances(graph, name: str, texts: np.ndarray, supplied=frozenset(), seen_d
     if node.is_leaf or not node.inputs:
         return tol
     spread = input_rounding(graph, name, most if seen_decimals is None else seen_decimals, supplied)
+    return _capped(tol, spread, truth)
+
+
+def _capped(tol, spread, truth: np.ndarray):
+    """As written plus the inputs' rounding, never beyond FRACTION of the tensor's scale (unless as written is)."""
     return np.minimum(tol + spread, np.maximum(tol, FRACTION * _scale(truth)))
 
 
 def answer_tolerance(graph, name: str, idx: tuple, text: str, seen_decimals: int) -> float:
     """The quiz: one typed answer for cell idx, worked from inputs shown at `seen_decimals`."""
-    shape = np.shape(graph.value(name))
-    texts = np.full(shape, text, dtype=object)
-    return float(tolerances(graph, name, texts, seen_decimals=seen_decimals)[idx])
+    return answer_tolerances(graph, name, idx, [text], seen_decimals)[0]
+
+
+def answer_tolerances(graph, name: str, idx: tuple, answers: list[str], seen_decimals: int) -> list[float]:
+    """answer_tolerance of each of several answers, the inputs' rounding measured once (the page's quiz table).
+    Every cell holds the same text, so one cell's text stands for the tensor's: `written` reads only the
+    scale and the wholeness of the truth."""
+    truth = np.asarray(graph.value(name), float)
+    node = graph.nodes[name]
+    spread = 0.0 if node.is_leaf or not node.inputs else input_rounding(graph, name, seen_decimals)[idx]
+    return [float(_capped(written(np.array([a], object), truth)[0][0], spread, truth)) for a in answers]

@@ -69,6 +69,14 @@ class Screen:
     lines: list[str] = field(default_factory=list)  # said after the matrices
     inputs: list[str] = field(default_factory=list)  # tensors of earlier screens that this one reads
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:  # a notebook: a table, not a dict dump
+        from attncalc.render.notebook import screen_bundle
+
+        return screen_bundle(self)
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
+
 
 @dataclass
 class Walk:
@@ -350,8 +358,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
             continue
         if isinstance(node.op, SwiGLU):
             keys.append("swiglu")
-        if isinstance(node.op, Activation) and node.op.fn == "gelu":
-            keys.append("gelu")
+        if isinstance(node.op, Activation) and node.op.fn in ("gelu", "gelu_tanh"):
+            keys.append(node.op.fn)
         if isinstance(node.op, Affine) and node.op.transpose:
             keys.append("tied")
         if about == "ffn" and not widens(g, names):

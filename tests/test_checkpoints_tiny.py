@@ -123,10 +123,14 @@ def test_bad_checkpoints_exit_2_naming_the_problem(tmp_path, cli):
     assert r.exit_code == 2 and "nowhere" in r.output
     r = cli("qkv", "--model", "someone/not-cached", "--ids", "1 2")
     assert r.exit_code == 2 and "models--someone--not-cached" in r.output  # says where it looked
-    config = transformers.GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=20)
-    path = save(transformers.GPT2Model(config), tmp_path / "gpt2")
+    config = (
+        transformers.OPTConfig(  # an architecture no name map knows (GPT-2 is mapped: tests/test_checkpoints_gpt2.py)
+            num_hidden_layers=1, hidden_size=8, num_attention_heads=2, ffn_dim=16, vocab_size=20, word_embed_proj_dim=8
+        )
+    )
+    path = save(transformers.OPTModel(config), tmp_path / "opt")
     r = cli("qkv", "--model", path, "--ids", "1 2")
-    assert r.exit_code == 2 and "gpt2" in r.output
+    assert r.exit_code == 2 and "'opt'" in r.output
     r = cli("qkv", "--model", path)
     assert r.exit_code == 2 and "--text" in r.output and "--ids" in r.output
     r = cli("qkv", "--ids", "1 2")

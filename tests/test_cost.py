@@ -80,6 +80,7 @@ def _transformers_count(config: dict) -> int:
     return sum(p.numel() for p in model.parameters())  # a tied lm_head is one Parameter, counted once
 
 
+QWEN_MOE = dict(num_hidden_layers=2, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
 SMALL = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96, vocab_size=100)
 
 
@@ -93,6 +94,9 @@ SMALL = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, inter
         dict(model_type="gemma2", num_hidden_layers=2, head_dim=16, **SMALL),
         dict(model_type="mistral", num_hidden_layers=2, **SMALL),
         dict(model_type="gpt2", n_layer=2, n_embd=64, n_head=4, n_positions=32, vocab_size=100, n_inner=80),
+        dict(model_type="mixtral", num_hidden_layers=2, num_local_experts=4, num_experts_per_tok=2, **SMALL),
+        dict(model_type="qwen2_moe", shared_expert_intermediate_size=48, **QWEN_MOE, **SMALL),
+        dict(model_type="qwen3_moe", head_dim=16, **QWEN_MOE, **SMALL),
     ],
     ids=lambda c: c["model_type"] + ("-tied" if c.get("tie_word_embeddings") else ""),
 )
@@ -208,7 +212,7 @@ def test_refusals():
         parameter_terms(bert)
     assert "encoder-only" in info.value.found
     with pytest.raises(InputError) as info:
-        parameter_terms({**bert, "model_type": "mixtral"})
+        parameter_terms({**bert, "model_type": "mamba"})
     assert info.value.where == "config.json: model_type"
     config = load("llama-3-8b.json")
     with pytest.raises(InputError) as info:  # the A100 has no FP8 tensor cores

@@ -255,7 +255,7 @@ def test_lang_defaults_from_LANG(cli, monkeypatch):
     assert "Embedding: tokens" in cli("walk", "--example", "woaini", "--no-pause", "--to", "embed").stdout
 
 
-@pytest.mark.parametrize("ext, marks", [("html", ["<html", "0.426", "Q = H·Wq"]), ("svg", ["<svg", "0.426"])])
+@pytest.mark.parametrize("ext, marks", [("html", ["<html", "0.426", "Q = H·Wq"])])  # svg: tests/test_page.py
 def test_export_saves_what_the_terminal_showed(cli, tmp_path, ext, marks):
     path = tmp_path / f"walk.{ext}"
     r = cli("walk", "--example", "woaini", "--no-pause", "--to", "qkv", "--export", str(path))

@@ -35,6 +35,42 @@ Flops = Annotated[
     Optional[str],
     typer.Option("--flops", help="Peak dense FLOP/s for --dtype, e.g. 989T.", rich_help_panel=HARDWARE),
 ]
+KvDtype = Annotated[
+    Optional[str],
+    typer.Option("--kv-dtype", help="The KV cache's width: fp8|fp16|bf16|fp32 (default: --dtype).", show_default=False),
+]
+GroupSize = Annotated[
+    Optional[int],
+    typer.Option(
+        "--group-size",
+        help="Quantised weights: one 16-bit scale per this many weights (GPTQ/AWQ: 128).",
+        show_default=False,
+    ),
+]
+PARALLEL = "Several GPUs and estimates"
+Tp = Annotated[
+    int, typer.Option("--tp", help="Tensor-parallel GPUs: weights and KV heads split N ways.", rich_help_panel=PARALLEL)
+]
+Pp = Annotated[int, typer.Option("--pp", help="Pipeline-parallel GPUs: layers split N ways.", rich_help_panel=PARALLEL)]
+LinkOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--link",
+        help="GPU-to-GPU link: NVLink3, NVLink4, PCIe4, PCIe5, or a bandwidth per direction such as 450G "
+        "(default: the preset's).",
+        rich_help_panel=PARALLEL,
+        show_default=False,
+    ),
+]
+EfficiencyOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--efficiency",
+        help="The estimate's achieved fractions and fixed costs, e.g. memory=0.8,compute=0.6,layer=15us,step=0.5ms.",
+        rich_help_panel=PARALLEL,
+        show_default=False,
+    ),
+]
 Memory = Annotated[
     Optional[str],
     typer.Option("--memory", help="Memory in bytes, e.g. 80G (overrides a preset's).", rich_help_panel=HARDWARE),
@@ -70,6 +106,19 @@ def pick_hardware(gpu, bandwidth, flops, memory):
     )
 
 
+def pick_link(text):
+    """--link: a preset name (any case), or a bandwidth per direction with the preset PCIe latency floor."""
+    from attncalc import hardware
+
+    if text is None:
+        return None
+    for name, link in hardware.LINKS.items():
+        if name.lower() == text.strip().lower():
+            return link
+    bandwidth = hardware.quantity("--link", text)
+    return hardware.Link(f"--link {text}", bandwidth, hardware.LINKS["PCIe4"].latency)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("cost")
     def cost(
@@ -79,6 +128,12 @@ def register(app: typer.Typer) -> None:
         batch: Batch = 1,
         dtype: Dtype = None,
         weights_dtype: WeightsDtype = None,
+        kv_dtype: KvDtype = None,
+        group_size: GroupSize = None,
+        tp: Tp = 1,
+        pp: Pp = 1,
+        link: LinkOpt = None,
+        efficiency: EfficiencyOpt = None,
         gpu: Gpu = None,
         bandwidth: Bandwidth = None,
         flops: Flops = None,
@@ -93,11 +148,14 @@ def register(app: typer.Typer) -> None:
         def run():
             check_sizing_options(fmt, lang, "cost", standalone)
             from attncalc.cost import serving_cost
+            from attncalc.estimate import parse_efficiency
+            from attncalc.hardware import efficiency_of
             from attncalc.inputs.model_config import read_model_config
             from attncalc.render import cost_view, latex, sizing
             from attncalc.render.formats import resolve as resolve_format
 
             chosen = pick_hardware(gpu, bandwidth, flops, memory)
+            eff = parse_efficiency(efficiency, efficiency_of(chosen)) if efficiency is not None else None
             cfg = read_model_config(config)
             r = serving_cost(
                 cfg,
@@ -107,6 +165,12 @@ def register(app: typer.Typer) -> None:
                 hardware=chosen,
                 dtype=dtype,
                 weights_dtype=weights_dtype,
+                kv_dtype=kv_dtype,
+                group_size=group_size,
+                tp=tp,
+                pp=pp,
+                link=pick_link(link),
+                efficiency=eff,
                 source=config,
             )
             with latex.standalone(standalone):

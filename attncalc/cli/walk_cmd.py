@@ -39,7 +39,20 @@ Plain = Annotated[
 ]
 Export = Annotated[
     Optional[str],
-    typer.Option("--export", help="Save what the terminal showed: FILE.html or FILE.svg.", show_default=False),
+    typer.Option(
+        "--export",
+        help="Save what the terminal showed: FILE.html, or FILE.svg as one picture per step (FILE-01.svg, …).",
+        show_default=False,
+    ),
+]
+Html = Annotated[
+    Optional[str],
+    typer.Option(
+        "--html",
+        help="Write the walk as one web page to explore offline (cells' arithmetic, heads, both languages, the "
+        "quiz), instead of showing it.",
+        show_default=False,
+    ),
 ]
 
 
@@ -60,6 +73,7 @@ def walk(
     no_pause: NoPause = False,
     export: Export = None,
     plain: Plain = False,
+    html: Html = None,
     model: o.ModelPath = None,
     text: o.Text = None,
     ids: o.Ids = None,
@@ -76,6 +90,19 @@ def walk(
             raise InputError("--quiz/--export", "a walk on the terminal (not -f markdown)", "-f markdown")
         if export and not export.lower().endswith((".html", ".svg")):
             raise InputError("--export", "a file name ending in .html or .svg", repr(export))
+        if html is not None:
+            clash = [
+                n
+                for n, on in (
+                    ("-f markdown", fmt == "markdown"),
+                    ("--export", export),
+                    ("--plain", plain),
+                    ("--no-pause", no_pause),
+                )
+                if on
+            ]
+            if clash:
+                raise InputError("--html", "the page alone (it is not shown on the terminal)", " and ".join(clash))
         from attncalc.inputs.examples import DEFAULT_EXAMPLE
         from attncalc.walk import markdown, open_walk
 
@@ -98,6 +125,12 @@ def walk(
         if fmt == "markdown":
             sys.stdout.write(markdown(w, precision))
             return
+        if html is not None:
+            from attncalc.render.page import save_page
+
+            size = len(save_page(w, html, quiz).encode("utf-8"))
+            sys.stderr.write(f"attncalc: {texts.t('page.wrote', path=html, size=size)}\n")
+            return
         if not (plain or no_pause or export) and on_terminal():
             from attncalc.tui.app import run as run_full_screen
 
@@ -108,13 +141,14 @@ def walk(
             return
         from attncalc.render.table import console
 
-        con = console(record=bool(export))
+        con = console(record=bool(export), truecolor=bool(export))
         pause = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()
+        tour = Tour(w, con, precision, pause, quiz, pages=[] if export and export.lower().endswith(".svg") else None)
         try:
-            Tour(w, con, precision, pause, quiz).run()
+            tour.run()
         finally:
             if export:
-                save(con, export)
+                save(con, export, tour.pages)
 
     o.guarded(run, debug)
 
@@ -125,14 +159,19 @@ def on_terminal() -> bool:
     return all(s.isatty() for s in streams) and os.environ.get("TERM", "dumb") not in ("dumb", "")
 
 
-def save(con, path: str) -> None:
+def save(con, path: str, pages: list[str] | None) -> None:
+    """--export: the page, or (FILE.svg) one picture per screen shown, FILE-01.svg, FILE-02.svg, …"""
+    from attncalc import texts
     from attncalc.errors import InputError
+    from attncalc.render import export
 
     try:
-        if path.lower().endswith(".svg"):
-            con.save_svg(path, title="attncalc walk")
-        else:
-            con.save_html(path)
+        if pages is None:
+            export.save_html(con, path)
+            return
+        pages.append(export.svg_page(con, f"attncalc walk · {len(pages) + 1}"))
+        written = export.save_svgs(pages, path)
+        sys.stderr.write(f"attncalc: {texts.t('page.svg_wrote', n=len(written), first=written[0], last=written[-1])}\n")
     except OSError as e:
         raise InputError(path, "a file --export can write", e.strerror or str(e)) from None
 
@@ -213,8 +252,9 @@ class KeyReader:
 class Tour:
     """The walk on a terminal: draw a screen, wait for a key, go on (or back); the quiz on the way."""
 
-    def __init__(self, walk, con, precision: int, pause: bool, quiz: bool):
+    def __init__(self, walk, con, precision: int, pause: bool, quiz: bool, pages: list[str] | None = None):
         self.w, self.con, self.p, self.pause, self.quiz = walk, con, precision, pause, quiz
+        self.pages = pages  # --export FILE.svg: each screen as it was shown, a picture each
         self.asked: set[int] = set()
         self.right = self.answered = 0
         self.keys = KeyReader()
@@ -229,6 +269,10 @@ class Tour:
         while k < len(screens):
             ask = self.ask if self.quiz and k not in self.asked else None
             self.asked.add(k)
+            if self.pages is not None and self.con.export_text(clear=False).strip():
+                from attncalc.render.export import svg_page
+
+                self.pages.append(svg_page(self.con, f"attncalc walk · {len(self.pages) + 1}"))
             draw(self.con, self.w, k, self.p, ask)
             if not self.pause:
                 k += 1

@@ -22,7 +22,7 @@ class Stack:
         self.norm = fx.choice(f"{part}.norm", ("layernorm", "rmsnorm"), "layernorm")
         self.eps = fx.number(f"{part}.eps", 1e-5 if self.norm == "layernorm" else 1e-6, positive=True)
         self.norm_first = fx.boolean(f"{part}.norm_first", False)
-        self.act = fx.choice(f"{part}.activation", ("relu", "gelu", "swiglu"), "relu")
+        self.act = fx.choice(f"{part}.activation", ("relu", "gelu", "gelu_tanh", "swiglu"), "relu")
         layers = fx.get(f"{part}.layers")
         if not isinstance(layers, list) or not layers:
             raise InputError(

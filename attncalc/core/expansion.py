@@ -53,7 +53,7 @@ class Written(_Token):
 
 
 class Call(_Token):
-    """A function of numbers: fn in exp, sqrt, relu, gelu, silu, log, sin, cos, recip."""
+    """A function of numbers: fn in exp, sqrt, relu, gelu, gelu_tanh, silu, log, sin, cos, recip."""
 
     __slots__ = ("fn", "args")
 

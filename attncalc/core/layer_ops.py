@@ -60,16 +60,18 @@ def erfc(x: np.ndarray) -> np.ndarray:
 ACTIVATIONS = {
     "relu": lambda x: np.maximum(x, 0.0),
     "gelu": lambda x: 0.5 * x * erfc(-x / math.sqrt(2.0)),  # x·Φ(x), exact (erf) GELU as PyTorch's default
+    # GPT-2's tanh approximation (transformers' gelu_new, PyTorch's approximate="tanh")
+    "gelu_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
     "silu": lambda x: x * 0.5 * (1.0 + np.tanh(0.5 * x)),  # x·σ(x) without overflow
 }
 
 
 class Activation(Op):
-    """relu, gelu (exact, erf) or silu, cell by cell."""
+    """relu, gelu (exact, erf), gelu_tanh (GPT-2's) or silu, cell by cell."""
 
     def __init__(self, fn: str):
         if fn not in ACTIVATIONS:
-            raise InputError("activation", "relu, gelu or swiglu", repr(fn))
+            raise InputError("activation", "relu, gelu, gelu_tanh or swiglu", repr(fn))
         self.fn = fn
 
     def compute(self, x):

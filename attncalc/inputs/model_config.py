@@ -27,6 +27,7 @@ GGUF_KEYS = {  # GGUF key (after "{arch}.") -> config.json key; kvcache, cost an
     "attention.layer_norm_rms_epsilon": "rms_norm_eps",
     "attention.layer_norm_epsilon": "layer_norm_eps",
 }
+GGUF_BYTES = "gguf_tensor_bytes"  # not a config.json key: the bytes a GGUF's tensors take, quantised as stored
 GGUF_FILE_TYPES = {0: "float32", 1: "float16", 32: "bfloat16"}  # llama_ftype: the unquantised ones
 
 
@@ -101,4 +102,5 @@ def gguf_config(path: str) -> dict:
         config["torch_dtype"] = GGUF_FILE_TYPES[file_type.contents()]
     if reader.tensors:  # llama.cpp ties the output to token_embd when output.weight is absent
         config["tie_word_embeddings"] = not any(t.name == "output.weight" for t in reader.tensors)
+        config[GGUF_BYTES] = sum(int(t.n_bytes) for t in reader.tensors)  # `cost` reads the weights at these
     return config

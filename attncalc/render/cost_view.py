@@ -17,10 +17,108 @@ def duration(seconds: float) -> str:
 
 def _bound_line(step: dict, peak: float, bandwidth: float) -> str:
     return (
-        f"      = max({step['flops']:,} / {per_second(peak)}, {step['bytes']:,} / {per_second(bandwidth)})"
+        f"      = max({step['flops']:,.0f} / {per_second(peak)}, {step['bytes']:,.0f} / {per_second(bandwidth)})"
         f" = max({duration(step['compute_s'])}, {duration(step['memory_s'])}) = {duration(step['seconds'])}"
         f" ({texts.t('cost.bound.' + step['bound'])})"
     )
+
+
+def _est_line(est: dict, work: dict, hw: dict, layers: int) -> str:
+    eff = est["efficiency"]
+    return texts.t(
+        "cost.line.est",
+        compute=f"{work['flops']:,.0f}",
+        eta_c=f"{eff['compute']:g}",
+        peak=per_second(hw["flops"]),
+        nbytes=f"{work['bytes']:,.0f}",
+        eta_m=f"{eff['memory']:g}",
+        bandwidth=per_second(hw["bandwidth"]),
+        layers=layers,
+        layer=duration(eff["layer_s"]),
+        step=duration(eff["step_s"]),
+        comm=duration(work["comm_s"]),
+        compute_s=duration(work["compute_s"]),
+        memory_s=duration(work["memory_s"]),
+        fixed_s=duration(work["fixed_s"]),
+        comm_s=duration(work["comm_s"]),
+        total=duration(work["seconds"]),
+        bound=texts.t("cost.bound." + work["bound"]),
+    )
+
+
+def _count(value: float) -> str:
+    """8510.3 → '8,510', 16.73 → '16.7', 0.995 → '0.995'."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _regime_line(phase: str, work: dict) -> str:
+    above = work["intensity"] >= work["ridge"]
+    return texts.t(
+        "cost.line.regime",
+        phase=texts.t("cost.phase." + phase),
+        intensity=_count(work["intensity"]),
+        cmp=texts.t("cost.cmp.above" if above else "cost.cmp.below"),
+        ridge=_count(work["ridge"]),
+        bound=texts.t("cost.bound." + work["bound"]),
+    )
+
+
+def _gpu_lines(r: dict) -> list[str]:
+    g, t = r["gpus"], r["terms"]
+    lines = []
+    if g["count"] > 1:
+        pg = g["per_gpu"]
+        lines.append(
+            texts.t(
+                "cost.line.per_gpu",
+                gpus=g["count"],
+                tp=g["tp"],
+                pp=g["pp"],
+                weights=pg["weights_bytes"],
+                kv=pg["kv_bytes"],
+                kv_heads=pg["kv_heads"],
+                all_kv=t["kv"]["terms"]["kv_heads"],
+                replicated=texts.t("cost.replicated") if pg["kv_replicated"] else "",
+                layers=pg["layers"],
+            )
+        )
+    link = t["hardware"]["link"]
+    for phase in ("prefill", "decode"):
+        for key, text_key, ways in (
+            (phase, "cost.line.allreduce", {"tp": g["tp"], "layers": t["kv"]["terms"]["layers"]}),
+            ("pipeline_" + phase, "cost.line.pipeline", {"pp": g["pp"]}),
+        ):
+            sent = t["communication"][key]
+            if sent:
+                lines.append(
+                    texts.t(
+                        text_key,
+                        phase=texts.t("cost.phase." + phase),
+                        nbytes=sent["bytes"],
+                        link_bw=per_second(link["bandwidth"]),
+                        alpha=duration(link["latency_s"]),
+                        latency=duration(sent["latency_s"]),
+                        one=duration(sent["seconds"]),
+                        count=sent["count"],
+                        total=duration(sent["count"] * sent["seconds"]),
+                        **ways,
+                    )
+                )
+    m = r["moe"]
+    if m:
+        lines.append(
+            texts.t(
+                "cost.line.moe",
+                e=m["experts"],
+                k=m["experts_per_token"],
+                active=m["active_params"],
+                total=r["params"],
+                batch=t["batch"],
+                touched=m["experts_touched_decode"],
+                decode_bytes=m["decode_weights_bytes"],
+            )
+        )
+    return lines
 
 
 def figure_lines(r: dict) -> list[str]:
@@ -28,13 +126,14 @@ def figure_lines(r: dict) -> list[str]:
 
     t, p = r["terms"], r["terms"]["parameters"]
     hw, kv = t["hardware"], t["kv"]
+    est, layers = r["estimate"], t["kv"]["terms"]["layers"]
     rest = sum(term["count"] for term in p["model"])
     lines = [
         texts.t("cost.line.params", layers=p["layers"], per_layer=p["per_layer_total"], rest=rest, total=r["params"]),
         texts.t(
-            "cost.line.weights",
+            "cost.line.weights_gguf" if t["weights_dtype"] == "GGUF" else "cost.line.weights",
             total=r["params"],
-            bits=t["weights_bits"],
+            bits=t["weights_bits"] if t["weights_dtype"] != "GGUF" else f"{t['weights_bits']:.3g}",
             nbytes=r["weights_bytes"],
             human=human(r["weights_bytes"]),
         ),
@@ -43,37 +142,51 @@ def figure_lines(r: dict) -> list[str]:
         f"      = {t['batch']} × (2 × {p['layer_matmul']:,} × {t['prompt']} + 2 × {p['lm_head_matmul']:,}"
         f" + 4 × {kv['terms']['query_heads']} × {kv['terms']['head_dim']} × {t['attention_pairs_prompt']:,})"
         f" = {r['prefill_flops']:,}",
+        *_gpu_lines(r),
         texts.t("cost.line.ttft"),
         _bound_line(t["prefill"], hw["flops"], hw["bandwidth"]),
+        texts.t("cost.line.ttft_est"),
+        _est_line(est, est["prefill"], hw, layers),
         texts.t("cost.line.decode"),
         f"      = {t['batch']} × (2 × ({p['layer_matmul']:,} + {p['lm_head_matmul']:,})"
         f" + 4 × {kv['terms']['query_heads']} × {kv['terms']['head_dim']} × {t['keys_seen_last_step']:,})"
-        f" = {t['decode']['flops']:,}",
+        f" = {t['decode']['flops']:,.0f}",
         texts.t("cost.line.tpot"),
         _bound_line(t["decode"], hw["flops"], hw["bandwidth"]),
+        texts.t("cost.line.tpot_est"),
+        _est_line(est, est["decode"], hw, layers),
         texts.t("cost.line.tokens", batch=t["batch"], tpot=duration(r["tpot_s"]), rate=f"{r['tokens_per_s']:,.1f}"),
+        texts.t(
+            "cost.line.tokens_est",
+            batch=t["batch"],
+            tpot=duration(est["tpot_s"]),
+            rate=f"{est['tokens_per_s']:,.1f}",
+        ),
+        _regime_line("prefill", est["prefill"]),
+        _regime_line("decode", est["decode"]),
     ]
     if hw["memory"] is None:
         return lines + [texts.t("cost.line.no_memory")]
     memory = int(hw["memory"])
+    pg = r["gpus"]["per_gpu"]
     lines.append(
         texts.t(
             "cost.line.fits",
-            weights=r["weights_bytes"],
-            kv=r["kv_bytes"],
-            total=r["weights_bytes"] + r["kv_bytes"],
+            weights=pg["weights_bytes"],
+            kv=pg["kv_bytes"],
+            total=pg["weights_bytes"] + pg["kv_bytes"],
             cmp="≤" if r["fits"] else ">",
             memory=memory,
             verdict=texts.t("cost.fits" if r["fits"] else "cost.no_fit"),
         )
     )
     if r["max_batch"] is not None:
-        per_sequence = t["kv_bytes_per_sequence"]
+        per_sequence = pg["kv_bytes_per_sequence"]
         lines.append(
             texts.t(
                 "cost.line.max_batch",
                 memory=memory,
-                weights=r["weights_bytes"],
+                weights=pg["weights_bytes"],
                 per_sequence=per_sequence,
                 max_batch=r["max_batch"],
             )
@@ -100,8 +213,12 @@ def report(r: dict, config: dict, source: str) -> Report:
         generate=t["generate"],
         batch=t["batch"],
         wdtype=t["weights_dtype"],
-        dtype=t["compute_dtype"],
-        hardware=t["hardware"]["name"],
+        dtype=t["compute_dtype"]
+        if t["kv_dtype"] == t["compute_dtype"]
+        else f"{t['compute_dtype']} / KV {t['kv_dtype']}",
+        hardware=t["hardware"]["name"]
+        if r["gpus"]["count"] == 1
+        else f"{r['gpus']['count']} × {t['hardware']['name']}",
     )
     head = (texts.t("cost.head.param"), texts.t("cost.head.count"), texts.t("cost.head.shape"))
     return Report(title=title, formulas=figure_lines(r), tables=[(head, parameter_rows(r))], notes=r["notes"])

@@ -9,7 +9,8 @@ from attncalc.render.text import explanation_text
 from attncalc.render.view import View, cell_text
 
 
-def console(record: bool = False, stderr: bool = False):
+def console(record: bool = False, stderr: bool = False, truecolor: bool = False):
+    """The terminal's console; `truecolor` (a recording for --export) keeps every colour exact."""
     from rich.console import Console
 
     width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else None
@@ -19,7 +20,7 @@ def console(record: bool = False, stderr: bool = False):
         stderr=stderr,
         width=width,
         no_color=plain or None,
-        color_system=None if plain else "auto",
+        color_system=None if plain else "truecolor" if truecolor else "auto",
         highlight=False,
         soft_wrap=False,
     )
@@ -38,10 +39,10 @@ def console(record: bool = False, stderr: bool = False):
 def _heat_style(x: float):
     from rich.style import Style
 
-    if not 0.0 <= x <= 1.0:
-        return None
-    shade = int(40 + 150 * x)
-    return Style(bgcolor=f"rgb({shade // 3},{shade // 2},{shade})", color="white" if x > 0.25 else None)
+    from attncalc.render.heat import colours
+
+    shade = colours(x)  # weights in [0, 1]; both colours set, so light and dark terminals read it alike
+    return Style(bgcolor=shade[0], color=shade[1]) if shade else None
 
 
 def table(view: View, p: int, title: str | None = None, changed: View | None = None):

@@ -258,9 +258,11 @@ def expansion_lines(e: Expansion, p: int = 3, latex: bool = False) -> list[str]:
     return lines
 
 
-def explanation_text(label: str, e: Expansion, p: int = 3) -> list[str]:
-    """`Q[爱, 0] = 0.841×0.5 + … = 0.426`, continuation lines aligned under the first."""
+def explanation_text(label: str, e: Expansion, p: int = 3, lines: list[str] | None = None) -> list[str]:
+    """`Q[爱, 0] = 0.841×0.5 + … = 0.426`, continuation lines aligned under the first (`lines`: the
+    expansion's lines when already written, so a caller saying them in several languages writes them once)."""
     from rich.cells import cell_len  # the width of Chinese labels in a terminal's cells
 
     pad = " " * (cell_len(label) + 1)
-    return [(f"{label} = " if k == 0 else pad) + line for k, line in enumerate(expansion_lines(e, p))]
+    lines = expansion_lines(e, p) if lines is None else lines
+    return [(f"{label} = " if k == 0 else pad) + line for k, line in enumerate(lines)]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attncalc.render.heat import HEAT  # the shaded tensors, beside the palette
 from attncalc.texts import t as say
 
 EDGE = 4  # cells kept at each end of a summarised axis
@@ -39,9 +40,6 @@ class View:
     row_labels: list[str]
     col_labels: list[str]
     heat: bool
-
-
-HEAT = {"A", "probs", "M"}
 
 
 def views(

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.message import Message
 from textual.widget import Widget
 
+from attncalc.render.heat import colours
 from attncalc.render.text import fmt
 from attncalc.render.view import View, visible
 
@@ -70,12 +71,9 @@ def covers(index: tuple, idx: tuple) -> bool:
 
 
 def heat_style(x: float, lo: float, hi: float) -> Style | None:
-    """A blue ramp over the matrix's own range [lo, hi], text in the contrasting colour."""
-    if not math.isfinite(x) or hi <= lo:
-        return None
-    t = (x - lo) / (hi - lo)
-    r, g, b = (int(a + (z - a) * t) for a, z in ((20, 150), (40, 200), (90, 255)))
-    return Style(bgcolor=f"rgb({r},{g},{b})", color="black" if t > 0.5 else "white")
+    """The heatmap's shade over the matrix's own range [lo, hi] (render/heat.py), text in the contrasting colour."""
+    shade = colours(x, lo, hi)
+    return Style(bgcolor=shade[0], color=shade[1]) if shade else None
 
 
 class MatrixGrid(Widget):

@@ -2,7 +2,7 @@
 
 PATH is a Hugging Face model folder (config.json, *.safetensors with or without a shard index,
 tokenizer.json or vocab.txt), a .gguf file, or a repo id found in the local Hugging Face cache
-(never the network). One name map per architecture (bert.py, llama.py) turns the checkpoint's
+(never the network). One name map per architecture (bert.py, llama.py, gpt2.py) turns the checkpoint's
 names into attncalc's fixture layout; nothing architecture-specific lives anywhere else.
 """
 
@@ -47,15 +47,17 @@ class Checkpoint:
         return {**tree, "vocab": labels, "source": [labels[i] for i in ids], "target": [], "special": special}
 
     def _map_weights(self) -> dict:
-        from attncalc.inputs.checkpoints import bert, llama
+        from attncalc.inputs.checkpoints import bert, gpt2, llama
 
         model_type = self.config.get("model_type")
         if model_type in bert.MODEL_TYPES:
             raw = bert.fixture(self.config, self.tensors, self.path)
         elif model_type in llama.MODEL_TYPES:
             raw = llama.fixture(self.config, self.tensors, self.path, self.gguf_architecture)
+        elif model_type in gpt2.MODEL_TYPES and not self.gguf_architecture:
+            raw = gpt2.fixture(self.config, self.tensors, self.path)
         else:
-            supported = ", ".join(bert.MODEL_TYPES + llama.MODEL_TYPES)
+            supported = ", ".join(bert.MODEL_TYPES + llama.MODEL_TYPES + gpt2.MODEL_TYPES)
             raise InputError(
                 f"{self.path}: model_type", f"an architecture attncalc maps ({supported})", repr(model_type)
             )

@@ -1,0 +1,128 @@
+"""Estimates beside the bounds, and serving on more than one GPU: the terms `cost` adds to its roofline.
+
+    estimate = max(FLOPs / (η_compute × peak), bytes / (η_memory × bandwidth))
+               + layers × per-layer latency + per-step latency + all-reduces + pipeline sends
+
+Tensor parallelism over N GPUs (Megatron-LM, Shoeybi et al. 2019) splits every weight matrix and the KV
+heads N ways and adds two all-reduces per layer (after attention's output projection and after the MLP) of
+batch × tokens × d_model activations. A ring all-reduce takes 2(N − 1) steps, each paying the link's latency α, and sends
+2(N − 1)/N of those bytes over each GPU's link: time = 2(N − 1)·α + 2(N − 1)/N × bytes / bandwidth (the α–β model of
+Thakur, Rabenseifner and Gropp 2005; Patarasuk and Yuan 2009; NCCL's "bus bandwidth"). Decode's all-reduces are a
+few kilobytes, so the latency term is all of it, and it grows with N.
+Pipeline parallelism over P GPUs splits the layers into P stages: a token passes every stage in turn, and
+each boundary sends batch × tokens × d_model activations once. Experts of a mixture (Mixtral, Qwen-MoE): a
+token uses k of E experts, so t tokens touch E × (1 − (1 − k/E)^t) distinct experts on average when the
+router spreads them evenly. Pure arithmetic: no I/O; sentences are `attncalc.texts` keys.
+"""
+
+from __future__ import annotations
+
+from attncalc.errors import InputError, describe
+
+
+def check_ways(option: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(option, "an integer >= 1", describe(value))
+
+
+def kv_heads_per_gpu(kv_heads: int, heads: int, tp: int) -> tuple[int, bool]:
+    """(KV heads each GPU holds, whether they are replicated). N GPUs split the query heads N ways; the KV
+    heads too when N divides them, else each KV head is copied to the N / kv_heads GPUs that share it (as vLLM
+    does), which needs N to be a multiple of kv_heads."""
+    if heads % tp:
+        raise InputError("--tp", f"a divisor of the {heads} attention heads", str(tp))
+    if kv_heads % tp == 0:
+        return kv_heads // tp, False
+    if tp % kv_heads == 0:
+        return 1, True
+    raise InputError("--tp", f"a divisor or a multiple of the {kv_heads} KV heads", str(tp))
+
+
+def experts_touched(experts: int, per_token: int, tokens: int) -> float:
+    """The expected number of distinct experts `tokens` tokens route to, each choosing `per_token` of `experts`."""
+    return experts * (1 - (1 - per_token / experts) ** tokens)
+
+
+def allreduce(values: int, value_bytes: int, tp: int, link) -> dict:
+    """One ring all-reduce of `values` activations over `tp` GPUs: bytes sent per GPU and its time."""
+    nbytes = values * value_bytes
+    sent = 2 * (tp - 1) / tp * nbytes
+    transfer = sent / link.bandwidth
+    latency = 2 * (tp - 1) * link.latency
+    return {
+        "values": values,
+        "bytes": nbytes,
+        "sent_per_gpu": sent,
+        "steps": 2 * (tp - 1),
+        "transfer_s": transfer,
+        "latency_s": latency,
+        "seconds": latency + transfer,
+        "at_floor": latency >= transfer,  # the latency term dominates: more GPUs make it slower
+    }
+
+
+def send(values: int, value_bytes: int, link) -> dict:
+    """One pipeline boundary: the activations one stage hands the next."""
+    nbytes = values * value_bytes
+    transfer = nbytes / link.bandwidth
+    return {"bytes": nbytes, "transfer_s": transfer, "latency_s": link.latency, "seconds": transfer + link.latency}
+
+
+def step(flops: float, nbytes: float, *, peak: float, bandwidth: float, efficiency, layers: int, comm_s: float) -> dict:
+    """The estimate of one step on one GPU of the group: the roofline at achieved rates, plus fixed costs."""
+    compute = flops / (efficiency.compute * peak)
+    memory = nbytes / (efficiency.memory * bandwidth)
+    fixed = layers * efficiency.layer + efficiency.step
+    return {
+        "flops": flops,
+        "bytes": nbytes,
+        "compute_s": compute,
+        "memory_s": memory,
+        "fixed_s": fixed,
+        "comm_s": comm_s,
+        "seconds": max(compute, memory) + fixed + comm_s,
+        "bound": "compute" if compute >= memory else "memory",
+        "intensity": flops / nbytes if nbytes else float("inf"),  # FLOPs per byte moved
+        "ridge": peak / bandwidth,  # the intensity above which the peak FLOP/s, not bandwidth, limits
+    }
+
+
+def parse_efficiency(text: str, default) -> object:
+    """`memory=0.8,compute=0.6,layer=15us,step=0.5ms` → the default Efficiency with those fields replaced."""
+    from dataclasses import replace
+
+    expected = "memory=F,compute=F (fractions in (0, 1]), layer=T, step=T (times such as 15us or 0.5ms)"
+    fields = {}
+    for part in (p.strip() for p in text.split(",")):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        if key not in ("memory", "compute", "layer", "step") or not value.strip():
+            raise InputError("--efficiency", expected, repr(part))
+        number = _fraction(value) if key in ("memory", "compute") else _duration(value)
+        if number is None:
+            raise InputError(f"--efficiency {key}", expected, repr(value.strip()))
+        fields[key] = number
+    return replace(default, **fields)
+
+
+def _fraction(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 < value <= 1 else None
+
+
+UNITS = (("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("ns", 1e-9), ("s", 1.0))
+
+
+def _duration(text: str) -> float | None:
+    text = text.strip().lower()
+    for unit, scale in UNITS:
+        if text.endswith(unit):
+            try:
+                value = float(text[: -len(unit)]) * scale
+            except ValueError:
+                return None
+            return value if 0 <= value < 1 else None
+    return None

@@ -1,0 +1,269 @@
+"""Issue 26: estimates beside the bounds, tensor and pipeline parallelism, mixtures of experts, FP8 KV and group
+scales — each term derived by hand here, and the validation table of docs/cost.md recomputed against its sources."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from attncalc.cost import parameter_terms, serving_cost
+from attncalc.errors import InputError
+from attncalc.estimate import experts_touched, kv_heads_per_gpu, parse_efficiency
+from attncalc.hardware import EFFICIENCY, preset
+from attncalc.inputs.model_config import read_config
+
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(name):
+    return read_config(os.path.join(CONFIGS, name))
+
+
+def test_llama3_70b_all_reduce_at_tp4_by_hand():
+    r = serving_cost(load("llama-3-70b.json"), prompt=2048, generate=128, hardware=preset("H100-SXM"), tp=4)
+    comm = r["terms"]["communication"]
+    # prefill: batch 1 × 2048 tokens × d_model 8192 values × 2 bytes = 33,554,432 B per all-reduce
+    assert comm["prefill"]["bytes"] == 33_554_432
+    # a ring sends 2 × (4 − 1) / 4 = 1.5 × of it per GPU: 50,331,648 B over NVLink4's 450e9 B/s = 111.848 µs,
+    # and takes 2 × (4 − 1) = 6 steps of α = 5 µs: 30 µs + 111.848 µs = 141.848 µs
+    assert comm["prefill"]["sent_per_gpu"] == 50_331_648 and comm["prefill"]["steps"] == 6
+    assert comm["prefill"]["transfer_s"] * 1e6 == pytest.approx(111.848, abs=1e-3)
+    assert comm["prefill"]["seconds"] == pytest.approx(6 * 5e-6 + 50_331_648 / 450e9, rel=1e-12)
+    # two per layer × 80 layers = 160 all-reduces: 160 × 141.848 µs = 22.696 ms of the prefill estimate
+    assert comm["prefill"]["count"] == 160
+    assert r["estimate"]["prefill"]["comm_s"] * 1e3 == pytest.approx(22.6957, abs=1e-4)
+    # decode: 1 token × 8192 × 2 = 16,384 B; 24,576 B sent = 54.6 ns against 30 µs of ring steps:
+    # 160 × 30.0546 µs = 4.809 ms, nearly all latency
+    assert comm["decode"]["bytes"] == 16_384 and comm["decode"]["at_floor"]
+    assert r["estimate"]["decode"]["comm_s"] == pytest.approx(160 * (30e-6 + 24_576 / 450e9), rel=1e-12)
+    # weights split 4 ways, the 8 KV heads 2 per GPU
+    assert r["gpus"]["per_gpu"]["kv_heads"] == 2
+    assert r["gpus"]["per_gpu"]["weights_bytes"] == 70_553_706_496 * 2 // 4
+    assert any("ring steps of 5 µs" in n for n in r["notes"])
+
+
+def test_adding_gpus_can_slow_decoding_down():
+    """At batch 1 an 8B model's decode step on 8 GPUs pays 64 all-reduces of 14 ring steps each for little saved
+    reading: 4 → 8 H100s saves 2.0 ms of reading and adds 64 × 8 × 5 µs = 2.56 ms of ring steps."""
+    cfg = load("llama-3-8b.json")
+    tpots = {
+        tp: serving_cost(cfg, prompt=128, generate=128, hardware=preset("H100-SXM"), tp=tp)["estimate"]["tpot_s"]
+        for tp in (1, 2, 4, 8)
+    }
+    assert tpots[1] > tpots[2] > tpots[4] and tpots[8] > tpots[4]
+
+
+def test_kv_heads_that_tp_does_not_divide():
+    assert kv_heads_per_gpu(8, 64, 4) == (2, False)
+    assert kv_heads_per_gpu(8, 64, 16) == (1, True)  # each KV head copied to the 2 GPUs that share it
+    with pytest.raises(InputError) as e:
+        kv_heads_per_gpu(8, 64, 3)
+    assert e.value.where == "--tp" and "64 attention heads" in e.value.expected
+    with pytest.raises(InputError) as e:
+        kv_heads_per_gpu(6, 48, 4)
+    assert "a divisor or a multiple of the 6 KV heads" in e.value.expected
+
+
+def test_mixtral_active_parameters_equal_the_published_figure():
+    # Mistral AI, "Mixtral of experts" (11 Dec 2023): 46.7B total parameters, 12.9B used per token
+    p = parameter_terms(load("mixtral-8x7b.json"))
+    # per layer: attention 4096×4096 × 2 + 4096×1024 × 2 = 41,943,040; router 4096 × 8 = 32,768;
+    # experts 8 × 3 × 4096 × 14336 = 1,409,286,144; norms 2 × 4096 = 8,192 → 1,451,270,144 × 32 = 46,440,644,608
+    assert p["per_layer_total"] == 1_451_270_144
+    # + embeddings and lm_head 32000 × 4096 each + the final norm 4096 = 46,702,792,704
+    assert p["total"] == 46_702_792_704 and round(p["total"] / 1e9, 1) == 46.7
+    # active: 2 of 8 experts, 1,409,286,144 × 2/8 = 352,321,536; (41,943,040 + 32,768 + 352,321,536 + 8,192) × 32
+    # + 65,540,096 = 12,879,925,248
+    assert p["active"] == 12_879_925_248 and round(p["active"] / 1e9, 1) == 12.9
+
+
+@pytest.mark.parametrize(
+    "name, total, active",
+    [
+        ("qwen1.5-moe-a2.7b.json", (14_315_784_192, 14.3), (2_689_173_504, 2.7)),
+        ("qwen3-30b-a3b.json", (30_532_122_624, 30.5), (3_353_032_704, 3.3)),
+    ],
+)
+def test_qwen_moe_totals_and_active_equal_the_published_ones(name, total, active):
+    """The model cards give one decimal, rounded (Qwen1.5: 2.689 → 2.7) or cut (Qwen3: 3.353 → 3.3)."""
+    p = parameter_terms(load(name))
+    assert (p["total"], p["active"]) == (total[0], active[0])
+    assert abs(p["total"] / 1e9 - total[1]) < 0.06 and abs(p["active"] / 1e9 - active[1]) < 0.06
+
+
+def test_expert_bytes_read_at_batch_1_and_64():
+    cfg = load("mixtral-8x7b.json")
+    one_expert = 3 * 4096 * 14336 * 2  # gate, up, down in bf16: 352,321,536 B
+    r1 = serving_cost(cfg, prompt=128, generate=128, batch=1, hardware=preset("H100-SXM"), tp=2)
+    # batch 1: 8 × (1 − (1 − 2/8)^1) = 2 experts per layer; the other 6 × 32 layers are not read
+    assert r1["moe"]["experts_touched_decode"] == pytest.approx(2.0, rel=1e-15)
+    assert r1["moe"]["expert_bytes"] == one_expert
+    assert r1["moe"]["decode_weights_bytes"] == r1["weights_bytes"] - 32 * 6 * one_expert
+    r64 = serving_cost(cfg, prompt=128, generate=128, batch=64, hardware=preset("H100-SXM"), tp=2)
+    # batch 64: 8 × (1 − 0.75^64) = 7.99999992…: every expert is read
+    assert r64["moe"]["experts_touched_decode"] == pytest.approx(8 * (1 - 0.75**64), rel=1e-15)
+    assert r64["weights_bytes"] - r64["moe"]["decode_weights_bytes"] == round(32 * 8 * 0.75**64 * one_expert)
+    assert experts_touched(60, 4, 0) == 0
+
+
+def test_fp8_kv_cache_and_int4_group_scales():
+    cfg = load("llama-3-8b.json")
+    bf16 = serving_cost(cfg, prompt=4096, generate=0, hardware=preset("H100-SXM"))
+    fp8 = serving_cost(cfg, prompt=4096, generate=0, hardware=preset("H100-SXM"), kv_dtype="fp8")
+    assert fp8["kv_bytes"] * 2 == bf16["kv_bytes"] == 2 * 32 * 8 * 128 * 4096 * 2
+    q = serving_cost(cfg, prompt=1, generate=0, hardware=preset("H100-SXM"), weights_dtype="int4", group_size=128)
+    # 8,030,261,248 × 4 / 8 = 4,015,130,624 B of weights + one fp16 scale per 128: 8,030,261,248 × 16 / 1024
+    assert q["weights_bytes"] == 4_015_130_624 + 125_472_832
+    with pytest.raises(InputError) as e:
+        serving_cost(cfg, prompt=1, generate=0, hardware=preset("H100-SXM"), kv_dtype="int4")
+    assert e.value.where == "--kv-dtype"
+
+
+def test_the_estimate_by_hand_llama3_8b_h100():
+    r = serving_cost(load("llama-3-8b.json"), prompt=2048, generate=128, hardware=preset("H100-SXM"))
+    e = EFFICIENCY["datacenter"]
+    decode = r["estimate"]["decode"]
+    # bytes 16,345,735,168 / (0.8 × 3.35e12) = 6.0991 ms; + 32 × 15 µs + 0.5 ms = 7.0791 ms
+    assert decode["memory_s"] == pytest.approx(16_345_735_168 / (e.memory * 3.35e12), rel=1e-12)
+    assert r["estimate"]["tpot_s"] == pytest.approx(16_345_735_168 / 2.68e12 + 32 * 15e-6 + 0.5e-3, rel=1e-12)
+    prefill = r["estimate"]["prefill"]
+    assert prefill["bound"] == "compute" and prefill["intensity"] > prefill["ridge"] == pytest.approx(989e12 / 3.35e12)
+    assert r["estimate"]["tpot_s"] > r["tpot_s"] and r["estimate"]["ttft_s"] > r["ttft_s"]
+
+
+def test_pipeline_parallel_splits_layers_and_adds_sends():
+    cfg = load("llama-3-70b.json")
+    one = serving_cost(
+        cfg, prompt=512, generate=128, hardware=preset("H100-SXM"), weights_dtype="fp8", kv_dtype="fp8", dtype="fp8"
+    )
+    two = serving_cost(cfg, prompt=512, generate=128, hardware=preset("H100-SXM"), pp=2)
+    assert two["gpus"]["per_gpu"]["layers"] == 40
+    assert two["gpus"]["per_gpu"]["weights_bytes"] == 70_553_706_496  # bf16 141 GB split in two
+    send = two["terms"]["communication"]["pipeline_decode"]
+    assert send["bytes"] == 8192 * 2 and send["seconds"] == pytest.approx(16_384 / 450e9 + 5e-6, rel=1e-12)
+    # the stages work in turn on one batch: no quicker than one GPU reading everything, and the bubble said
+    assert two["tpot_s"] == pytest.approx((141_107_412_992 + two["kv_bytes"]) / 3.35e12, rel=1e-12)
+    assert any("idle 50%" in n for n in two["notes"]) and one["gpus"]["count"] == 1
+
+
+def test_efficiency_option_parsing():
+    e = parse_efficiency("memory=0.7,compute=0.5,layer=8us,step=1ms", EFFICIENCY["datacenter"])
+    assert (e.memory, e.compute, e.layer, e.step) == (0.7, 0.5, pytest.approx(8e-6), pytest.approx(1e-3))
+    for bad in ("memory=1.5", "speed=2", "layer=8", "compute="):
+        with pytest.raises(InputError) as info:
+            parse_efficiency(bad, EFFICIENCY["datacenter"])
+        assert info.value.where.startswith("--efficiency")
+
+
+COST_70B = (
+    "cost",
+    os.path.join(CONFIGS, "llama-3-70b.json"),
+    "--prompt",
+    "2048",
+    "--generate",
+    "128",
+    "--gpu",
+    "H100-SXM",
+)
+
+
+@pytest.mark.parametrize("args", [["--tp", "2"], ["--pp", "2"], ["--tp", "2", "--pp", "2"]])
+def test_cli_json_for_several_gpus(cli, args):
+    from tests.conftest import doc
+
+    d = doc(cli(*COST_70B, *args, "-f", "json"))
+    gpus = 1
+    for i in range(0, len(args), 2):
+        gpus *= int(args[i + 1])
+    assert d["gpus"]["count"] == gpus and d["gpus"]["link"] == "NVLink4"
+    assert d["estimate"]["tpot_s"] > d["tpot_s"] > 0
+    assert d["gpus"]["per_gpu"]["weights_bytes"] == -(-d["weights_bytes"] // gpus)
+
+
+def test_cli_chinese_and_refusals(cli):
+    path = os.path.join(CONFIGS, "llama-3-70b.json")
+    r = cli(
+        *COST_70B,
+        "--tp",
+        "2",
+        "--lang",
+        "zh",
+        "-f",
+        "table",
+    )
+    assert r.exit_code == 0, r.stderr
+    assert "张量并行" in r.stdout and "TPOT ≈" in r.stdout and "受显存带宽限制" in r.stdout
+    r = cli("cost", path, "--prompt", "8", "--generate", "8", "--gpu", "M3-Max", "--tp", "2")
+    assert r.exit_code == 2 and "--tp" in r.stderr and "no GPU-to-GPU link" in r.stderr
+    r = cli(
+        "cost",
+        path,
+        "--prompt",
+        "8",
+        "--generate",
+        "8",
+        "--gpu",
+        "M3-Max",
+        "--tp",
+        "2",
+        "--link",
+        "PCIe4",
+        "-f",
+        "json",
+    )
+    assert r.exit_code == 0, r.stderr
+    r = cli("cost", path, "--prompt", "8", "--generate", "8", "--gpu", "H100-SXM", "--efficiency", "memory=2")
+    assert r.exit_code == 2 and "--efficiency memory" in r.stderr
+    r = cli("cost", path, "--prompt", "8", "--generate", "8", "--gpu", "H100-SXM", "--tp", "3")
+    assert r.exit_code == 2 and "--tp" in r.stderr
+
+
+# The validation table of docs/cost.md: every row recomputed from its setup; the bound below the measurement,
+# the estimate within ±25 % of it or the reason in the row.
+SETUPS = {
+    "NIM-8B": ("llama-3-8b.json", "H100-SXM", dict(prompt=1000, generate=1000, dtype="fp8", weights_dtype="fp8")),
+    "SGLang-8B": ("llama-3-8b.json", "A100-80GB", dict(prompt=1000, generate=1000)),
+    "NIM-70B-5000": (
+        "llama-3-70b.json",
+        "H100-SXM",
+        dict(prompt=5000, generate=500, dtype="fp8", weights_dtype="fp8", kv_dtype="bf16", tp=2),
+    ),
+    "NIM-70B-500": (
+        "llama-3-70b.json",
+        "H100-SXM",
+        dict(prompt=500, generate=2000, dtype="fp8", weights_dtype="fp8", kv_dtype="bf16", tp=2),
+    ),
+    "FT-13B-TP1": ("gpt-13b.json", "A100-40GB", dict(prompt=512, generate=1)),
+    "FT-13B-TP2": ("gpt-13b.json", "A100-40GB", dict(prompt=512, generate=1, tp=2)),
+}
+
+
+def validation_rows():
+    text = (ROOT / "docs" / "cost.md").read_text(encoding="utf-8")
+    section = text.split("## Validation", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 14 and cells[0] in SETUPS:
+            rows.append(cells)
+    return rows
+
+
+def test_the_validation_table_is_recomputed_from_its_setups():
+    rows = validation_rows()
+    assert len(rows) == 10
+    for cells in rows:
+        key, figure = cells[0], cells[1]
+        name, gpu, kw = SETUPS[key]
+        r = serving_cost(load(name), hardware=preset(gpu), **kw)
+        what = "ttft" if figure == "TTFT" else "tpot"
+        measured = float(cells[8])
+        bound, estimate = r[what + "_s"] * 1e3, r["estimate"][what + "_s"] * 1e3
+        assert float(cells[9]) == pytest.approx(bound, abs=0.006), cells
+        assert float(cells[10]) == pytest.approx(estimate, abs=0.006), cells
+        error = (estimate - measured) / measured
+        assert cells[11] == f"{error:+.0%}".replace("-", "−"), cells
+        assert bound < measured, cells
+        assert cells[12], cells  # the source
+        assert abs(error) <= 0.25 or cells[13], cells  # else the reason
