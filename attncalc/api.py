@@ -19,6 +19,7 @@ import os
 
 import numpy as np
 
+from attncalc import arguments
 from attncalc.core.names import STAGES
 from attncalc.errors import InputError
 from attncalc.inputs.session import Request, Session, evaluate, open_session
@@ -51,6 +52,9 @@ def load(
         raise InputError("source", "one of source, example=, fixture= or document=", f"{len(given)} of them")
     if stage is not None and stage not in STAGES:
         raise InputError("stage", "one of " + ", ".join(STAGES), repr(stage))
+    if set is not None and not isinstance(set, (str, dict, list, tuple)):
+        raise InputError("set", 'a dict {"position.type": "rope"}, a list of "KEY=VALUE" or one', arguments.found(set))
+    arguments.check_stage_options(stage, {"kind": kind, "block": block, "heads": heads, "kv_heads": kv_heads})
     request = Request(
         stage=stage,
         example=example,
@@ -225,10 +229,15 @@ class Calculation:
     """One input (example, fixture, document, inline matrices) as a graph of named tensors."""
 
     def __init__(self, request: Request):
+        arguments.check_fields(request)  # load(scale=nan) → `scale: expected …`, as --scale nan is refused
         self.request = dataclasses.replace(request, sets=list(request.sets), inline=dict(request.inline))
         self.session: Session = open_session(dataclasses.replace(self.request, sets=list(self.request.sets)))
         self.graph = self.session.graph
         self.stage = self.session.stage
+        head = self.session.options.get("head")
+        if head is not None:
+            where = "--head" if request.head is not None else f"{self.session.source}: options.head"
+            arguments.check_head(self.graph, self.stage, head, where)
 
     def __repr__(self) -> str:
         return f"<attncalc.Calculation of {self.session.source or 'inline matrices'}, stage {self.stage}>"
@@ -255,16 +264,20 @@ class Calculation:
 
     def values(self, names: list[str] | None = None) -> dict[str, np.ndarray]:
         """Every tensor of the stage, or only `names` (intermediates released as soon as they are used)."""
+        if names is not None and not list(names):  # as --only '' is refused: an empty list asks for nothing
+            raise InputError("names", arguments.ONLY, "[]")
         return evaluate(self.session, names)
 
     def explain(self, name: str, *index, precision: int = 3) -> Explanation:
         """The arithmetic of one cell; index by numbers or labels: explain("A", "爱", "你"), explain("S", 0, 1, 2)."""
-        from attncalc.inputs.literal import cell_label, parse_cell
+        from attncalc.inputs.literal import cell_index, cell_label, cell_part
         from attncalc.render.text import expansion_lines
 
         node = self.graph.node(name)
         shape = np.shape(self.graph.value(name))
-        idx = parse_cell(",".join(map(str, index)), node.rows, node.cols, shape, option=f"explain({name!r})")
+        where = f"explain({name!r})"  # an int is an index; a str a token or an index as --cell reads one
+        parts = [cell_part(p, where) for p in index]
+        idx = cell_index(parts, node.rows, node.cols, shape, option=where)
         expansion = self.graph.explain(name, idx)
         lines = expansion_lines(expansion, precision)
         return Explanation(
@@ -279,8 +292,10 @@ class Calculation:
 
     def check(self, worksheet, *, tol: float | None = None, precision: int = 3) -> CheckReport:
         """Your own numbers against the model's: a dict {"S": [[…]]}, a worksheet's path or its text."""
+        from attncalc import arguments
         from attncalc.check import check, stage_for
 
+        tol, precision = arguments.check("tol", tol), arguments.check("precision", precision)
         sheets = read_worksheet(worksheet)
         graph = self.graph
         needed = stage_for(sheets)
@@ -323,8 +338,12 @@ class Calculation:
         kv_cache: bool = True,
     ):
         """Decode one token at a time: `.generated` (the tokens) and `.steps` (each step's tensors)."""
+        from attncalc import arguments
         from attncalc.decoding import Settings, generate
 
+        given = dict(max_new_tokens=max_new_tokens, strategy=strategy, temperature=temperature, top_k=top_k)
+        for name, value in {**given, "top_p": top_p, "seed": seed, "kv_cache": kv_cache}.items():
+            arguments.check(name, value)  # named by the keyword here; Settings.check names the options
         settings = Settings(
             max_new_tokens=max_new_tokens,
             strategy=strategy,
@@ -380,6 +399,8 @@ def _as_written(value) -> str:
 
     if isinstance(value, dict):
         return "{" + ", ".join(f"{json.dumps(str(k))}: {_as_written(v)}" for k, v in value.items()) + "}"
+    if getattr(value, "dtype", None) is not None and value.dtype.kind == "f" and value.dtype.itemsize < 8:
+        return _narrow_as_written(value)
     if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
         items = value.tolist() if hasattr(value, "tolist") else value
         return "[" + ", ".join(map(_as_written, items)) + "]" if isinstance(items, list) else _as_written(items)
@@ -388,10 +409,27 @@ def _as_written(value) -> str:
     return json.dumps(value, default=_plain)
 
 
+def _narrow_as_written(value) -> str:
+    """A float32 (or float16) array or number at the significant digits its type holds (float32: 6), so a
+    correct number is judged at that precision, not at the 17 digits its float64 widening has."""
+    digits = np.finfo(value.dtype).precision
+    arr = np.asarray(value, dtype=float)
+
+    def cell(x: float) -> str:
+        if not np.isfinite(x):
+            return json.dumps(x)  # -Infinity: the worksheet reader names it
+        return np.format_float_scientific(x, precision=digits - 1, unique=False, trim="k")  # 4.39230e+00
+
+    def nested(a):
+        return "[" + ", ".join(nested(r) for r in a) + "]" if a.ndim else cell(float(a))
+
+    return nested(arr)
+
+
 def read_worksheet(worksheet) -> dict:
     """A worksheet as check reads it: a dict of tensors (lists or arrays), a path, the text itself, or
     what `check.parse_worksheet` made of one (the command line reads the worksheet first)."""
-    from attncalc.inputs.session import read_text
+    from attncalc.inputs.files import read_text
     from attncalc.inputs.worksheet import Sheet, parse_worksheet
 
     if isinstance(worksheet, dict) and worksheet and all(isinstance(v, Sheet) for v in worksheet.values()):
@@ -400,7 +438,7 @@ def read_worksheet(worksheet) -> dict:
         return parse_worksheet(_as_written(worksheet), "worksheet")
     if isinstance(worksheet, os.PathLike) or isinstance(worksheet, str) and "\n" not in worksheet:
         if isinstance(worksheet, os.PathLike) or os.path.exists(worksheet):
-            return parse_worksheet(read_text(os.fspath(worksheet)), os.fspath(worksheet))
+            return parse_worksheet(read_text(os.fspath(worksheet), "worksheet"), os.fspath(worksheet))
     if isinstance(worksheet, str):
         return parse_worksheet(worksheet, "worksheet")
     raise InputError("worksheet", "a dict of tensors, a path or a worksheet's text", type(worksheet).__name__)

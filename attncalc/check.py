@@ -20,11 +20,9 @@ Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from attncalc import texts
+from attncalc import arguments, texts
 from attncalc.core.graph import Graph
 from attncalc.core.ops import Add, Affine, Mask, Scale, Scores, Softmax
 from attncalc.errors import InputError
@@ -196,8 +194,7 @@ MAX_CELLS = 100  # wrong cells explained per tensor (verdicts always cover every
 
 def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, precision: int = 3) -> dict:
     """Verdicts for every cell of every worksheet tensor, in graph order (see the module docstring)."""
-    if tol is not None and not (math.isfinite(tol) and tol >= 0):
-        raise InputError("--tol", "a tolerance ≥ 0", str(tol))
+    tol = arguments.check("tol", tol, cli=True)  # the option's rule (the API checks its keyword by it too)
     for name, sheet in sheets.items():
         node = graph.nodes.get(name)
         if node is None or not node.shown or node.is_leaf:

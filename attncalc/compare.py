@@ -17,6 +17,7 @@ import numpy as np
 
 from attncalc.errors import InputError
 from attncalc.inputs.document import jsonable
+from attncalc.inputs.files import STDIN, read_text
 from attncalc.inputs.session import Request, Session, evaluate, open_session
 
 TOL = 1e-12  # cells differing by more than this are marked as changed
@@ -128,7 +129,7 @@ def compare(
         and sys.stdin is not None
         and not sys.stdin.isatty()
     ):
-        stdin_text = sys.stdin.read()
+        stdin_text = read_text(STDIN, "document")
     left = _open(req, left_sets, "left", stdin_text)
     right = _open(req, right_sets, "right", stdin_text)
     lv, rv = evaluate(left), evaluate(right)

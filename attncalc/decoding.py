@@ -13,7 +13,6 @@ TopKLogitsWarper, TopPLogitsWarper: the order of the warpers and what each keeps
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -79,23 +78,19 @@ class Settings:
     use_cache: bool = True
 
     def check(self) -> Settings:
-        def need(ok, option, expected, found):
-            if not ok:
-                raise InputError(option, expected, repr(found))
+        """Each setting by its option's rule (attncalc/arguments.py, which the Python API's keywords use too)."""
+        from attncalc import arguments
 
-        need(
-            isinstance(self.max_new_tokens, int) and self.max_new_tokens >= 1,
-            "--max-new-tokens",
-            "an integer ≥ 1",
-            self.max_new_tokens,
-        )
-        need(self.strategy in ("greedy", "sample"), "--strategy", "greedy or sample", self.strategy)
-        need(
-            math.isfinite(self.temperature) and self.temperature > 0, "--temperature", "a number > 0", self.temperature
-        )
-        need(self.top_k >= 0, "--top-k", "an integer ≥ 0 (0 = no top-k)", self.top_k)
-        need(0 < self.top_p <= 1, "--top-p", "a number in (0, 1]", self.top_p)
-        need(self.seed is None or self.seed >= 0, "--seed", "an integer ≥ 0", self.seed)
+        for name, value in (
+            ("max_new_tokens", self.max_new_tokens),
+            ("strategy", self.strategy),
+            ("temperature", self.temperature),
+            ("top_k", self.top_k),
+            ("top_p", self.top_p),
+            ("seed", self.seed),
+            ("kv_cache", self.use_cache),
+        ):
+            arguments.check(name, value, cli=True)
         return self
 
 
@@ -111,10 +106,24 @@ class Choice:
     u: float | None = None  # the uniform draw in [0, 1); None for greedy
 
 
+def _divided(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """logits / T, refused (not ±∞ and NaN further on) when a T so small makes a logit overflow float64."""
+    with np.errstate(over="raise"):
+        try:
+            return logits / temperature
+        except FloatingPointError:
+            big = float(np.abs(logits).max())
+            raise InputError(
+                "--temperature",
+                f"a temperature at which every logit / T fits in float64 (here at least {big / np.finfo(float).max:.3g})",
+                repr(temperature),
+            ) from None
+
+
 def choose(logits: np.ndarray, s: Settings, rng) -> Choice:
     """Greedy: argmax. Sample: temperature, then top-k, then top-p, then u ~ U[0, 1) walked down the
     ranked cumulative probabilities (the sorted table shows where u lands)."""
-    scaled = logits / s.temperature  # [V]
+    scaled = _divided(logits, s.temperature)  # [V]
     if s.strategy == "greedy":
         all_ = np.ones(logits.size, bool)
         return Choice(int(np.argmax(logits)), scaled, all_, all_, softmax(logits))
@@ -351,6 +360,12 @@ def token_limit(model: Model) -> tuple[int, str]:
         context, why = len(fx.get("position.table") or []), "position.table rows"
     if context is None:
         return MAX_NEW_TOKENS, "attncalc's limit for a fixture without max_positions"
+    if len(model.prompt) > context:  # not "at most 0 new tokens": the prompt itself does not fit
+        raise InputError(
+            "prompt",
+            f"at most {context} tokens, the model's context ({why})",
+            f"{len(model.prompt)} tokens: the prompt is longer than the context",
+        )
     return max(context - len(model.prompt) + 1, 0), f"a context of {context} positions ({why}), less the prompt"
 
 

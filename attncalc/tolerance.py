@@ -45,7 +45,7 @@ def written(texts: np.ndarray, truth: np.ndarray) -> tuple[np.ndarray, int]:
     own = np.array([d for d, _ in parsed], float).reshape(texts.shape)
     whole = np.array([w for _, w in parsed], bool).reshape(texts.shape)
     most = int(own[~whole].max()) if (~whole).any() else 0
-    d = np.where(whole & (most > 0), most, own)
+    d = np.clip(np.where(whole & (most > 0), most, own), -300, 300)  # `0e400`: 10^400 has no float64
     tol = np.where(d > 0, 10.0**-d, 0.5 * 10.0**-d)
     finite = truth[np.isfinite(truth)]
     if finite.size and np.allclose(finite, np.round(finite), rtol=0, atol=1e-9):

@@ -24,6 +24,7 @@ from attncalc.errors import InputError
 from attncalc.inputs.examples import example_names
 from attncalc.inputs.literal import cell_label, parse_cell
 from attncalc.inputs.session import Request, Session, evaluate, open_session
+from attncalc.lessons import teach
 
 WALK_STAGES = STAGES + ("generate",)
 ATTENTION = {"S": "scores", "bias": "scores", "S_scaled": "scores", "M": "mask", "S_masked": "mask", "A": "softmax"}
@@ -100,7 +101,7 @@ def group_of(name: str) -> tuple[str, str]:
     if base in ATTENTION:
         return prefix, "weights" if prefix else ATTENTION[base]
     m = re.fullmatch(r"([RHDN])(\d)", base)
-    if m and prefix:
+    if m and (prefix or m.group(1) == "N"):  # the stage commands' N1 (pre-norm) too
         return prefix, ("prenorm" if m.group(1) == "N" else "addnorm") + m.group(2)
     return prefix, GROUPS.get(base, base)
 
@@ -158,17 +159,24 @@ def tell(walk: Walk, lang: str) -> Walk:
     lo, hi = walk.span
     walk.lang = lang
     walk.screens = make_screens(walk.session, walk.values, lang, lo, hi)
+    teach(walk)  # what a bundled example is for (lessons.py)
     walk.notes = []
     if walk.stopped:
         walk.notes.append(stop_note(*walk.stopped, walk.name, lang))
     elif hi == len(STAGES):
         try:
             if walk.generation is None:
-                from attncalc.decoding import Model, Settings, generate
+                from attncalc.decoding import Model, Settings, generate, token_limit
 
-                walk.generation = generate(Model(walk.session.fixture, walk.session.source, ""), Settings())
+                model = Model(walk.session.fixture, walk.session.source, "")  # at most what its context holds
+                walk.generation = generate(
+                    model, Settings(max_new_tokens=max(1, min(Settings.max_new_tokens, token_limit(model)[0])))
+                )
             decoder_only = not walk.session.fixture.get("encoder")
-            walk.screens += generation_screens(walk.generation, lang, walk.precision, decoder_only)
+            fx = walk.session.fixture
+            variant = ["gen.f_prenorm"] * bool((fx.get("decoder") or {}).get("norm_first"))
+            variant += ["gen.f_rope"] * ((fx.get("position") or {}).get("type") == "rope")
+            walk.screens += generation_screens(walk.generation, lang, walk.precision, decoder_only, variant)
         except InputError as e:
             walk.notes.append(stop_note(STAGES[-1], e, walk.name, lang))
     return walk
@@ -177,11 +185,14 @@ def tell(walk: Walk, lang: str) -> Walk:
 def stop_note(stage: str, error: InputError, name: str, lang: str) -> str:
     """Why the walk ends early: the field the next stage needs (a fixture without an encoder), or the error."""
     if str(error.found).startswith("nothing"):  # a missing key: say which, in the reader's language
-        return texts.ui("stopped_missing", lang, stage=stage, name=name, field=error.where.rpartition(": ")[2])
+        field = error.where.rpartition(": ")[2]
+        if texts.has("field." + field):  # a part the reader's language has a word for (编码器)
+            return texts.ui("stopped_missing_part", lang, stage=stage, name=name, part=texts.t("field." + field, lang))
+        return texts.ui("stopped_missing", lang, stage=stage, name=name, field=field)
     return texts.ui("stopped", lang, stage=stage, name=name, reason=str(error))
 
 
-def generation_screens(result, lang: str, precision: int, decoder_only: bool = False) -> list[Screen]:
+def generation_screens(result, lang: str, precision: int, decoder_only: bool = False, variant=()) -> list[Screen]:
     """Greedy decoding with the KV cache (`decoding.generate`'s result), a screen per step: the new rows,
     the cache, the weights, the probabilities and the token chosen (the numbers of `attncalc generate`)."""
     from types import SimpleNamespace
@@ -201,7 +212,7 @@ def generation_screens(result, lang: str, precision: int, decoder_only: bool = F
                 "generate",
                 "",
                 title,
-                generation_formulas(len(step.inputs), step.index == 0, lang),
+                generation_formulas(len(step.inputs), step.index == 0, lang, variant),
                 [texts.why(first if step.index == 0 else "kv_cache", lang)],
                 [],
                 views=[
@@ -218,12 +229,12 @@ def generation_screens(result, lang: str, precision: int, decoder_only: bool = F
     return screens
 
 
-def generation_formulas(new_rows: int, first: bool, lang: str) -> list[str]:
+def generation_formulas(new_rows: int, first: bool, lang: str, variant=()) -> list[str]:
     """A step's formulas: one new row, or (step 0 of a decoder-only model) every row of the prompt; the
-    cache is empty before step 0."""
+    cache is empty before step 0. `variant`: the keys of what the model adds (pre-norm, RoPE)."""
     rows = "gen.f_new_row" if new_rows == 1 else "gen.f_prompt_rows"
     cache = "gen.f_cache_first" if first else "gen.f_cache"
-    return [texts.t(k, lang, n=new_rows) for k in (rows, cache, "gen.f_attend", "gen.f_next")]
+    return [texts.t(k, lang, n=new_rows) for k in (rows, "gen.f_x", *variant, cache, "gen.f_attend", "gen.f_next")]
 
 
 def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_STAGES) - 1) -> list[Screen]:
@@ -347,6 +358,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
             about = "rmsnorm"
         elif about == "out":
             about = name
+        elif about == "Z" and isinstance(node.op, Identity):
+            about = "Z_no_wo"
         if isinstance(node.op, MaskMatrix):
             kinds = [f"mask_{k}" for k in node.op.kind.split("+")]
             if layered:  # the layer's attention repeats the steps above: say only what differs
@@ -365,6 +378,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         if about == "ffn" and not widens(g, names):
             about = "ffn_same_width"
         keys.append(about)
+        if about.startswith("ffn") and identity_ffn(g, names):
+            keys.append("ffn_identity")
     h, kv = heads(g, prefix)
     if group == "qkv" and kv < h:
         keys.append("gqa")
@@ -374,6 +389,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         keys.append(group)
     if group.startswith("prenorm"):
         keys.append("prenorm")
+    if group == "loss" and "enc_out" not in g.nodes:
+        keys.append("loss_prompt")
     return list(dict.fromkeys(keys))
 
 
@@ -381,6 +398,15 @@ def widens(g, names: list[str]) -> bool:
     """True when the FFN's first weight makes rows wider (d_ff > d_model), as in real models."""
     w1 = next((g.nodes[i].value for n in names for i in g.nodes[n].inputs if i.endswith(".W1")), None)
     return w1 is None or w1.shape[1] > w1.shape[0]
+
+
+def identity_ffn(g, names: list[str]) -> bool:
+    """True when the FFN is W1 = W2 = I with no biases and a ReLU (woaini's encoder): F = relu(x)."""
+    inputs = {i.rpartition(".")[2]: g.nodes[i] for n in names for i in g.nodes[n].inputs if i in g.nodes}
+    w = [inputs[k].value for k in ("W1", "W2") if k in inputs and inputs[k].value is not None]
+    relu = any(isinstance(g.nodes[n].op, Activation) and g.nodes[n].op.fn == "relu" for n in names)
+    eye = len(w) == 2 and all(x.shape[0] == x.shape[1] and np.array_equal(x, np.eye(len(x))) for x in w)
+    return relu and eye and not {"b1", "b2"} & set(inputs)
 
 
 def worked_cell(shape: tuple) -> tuple:
@@ -497,7 +523,7 @@ def markdown(walk: Walk, precision: int) -> str:
         out += [
             f"## {k + 1}. {md_escape(s.title)}",
             "",
-            f"{texts.ui('stage', lang)} `{s.stage}`",
+            f"{texts.ui('stage', lang)}{'' if texts.ui('stage', lang).endswith('：') else ' '}`{s.stage}`",
             "",
             "```text",
             *s.formulas,

@@ -27,6 +27,11 @@ ALLOWED = {
         "torch_dtype fp32 fp16 bf16 fp8 int8 KiB MiB GiB TiB B "
         # stage and example names (command arguments)
         "embed pe qkv scores mask attend encoder decoder generate woaini wochiyu tinyllama "
+        "multihead padding rope order "
+        # position types, RoPE scalings and layouts (values of position.type, position.scaling.type, layout)
+        "none sinusoidal learned alibi default linear ntk dynamic yarn llama3 half interleaved "
+        # names of architectures and organisations
+        "Transformer Hugging Face "
         # the variables of kvcache's formula, bytes = 2 × layers × kv_heads × head_dim × tokens × batch × …
         "bytes layers heads batch"
     ).split()
@@ -55,6 +60,7 @@ def _is_term(word: str, before: str, after: str, tokens) -> bool:
 def prose(line: str, tokens=frozenset()) -> list[str]:
     """The English prose left in `line` (runs of words), or [] when there is none."""
     line = re.sub(r"^```\w*|`[^`]*`", " ", line)  # code, and a Markdown fence's language
+    line = re.sub(r"^attncalc: warning: ", " ", line)  # the program's tag on stderr (the message after it counts)
     line = re.sub(r"--[a-z][a-z-]*|(?<![\w-])-[a-z] [a-z]+", " ", line)  # options (-f json too)
     line = re.sub(r"</?[A-Za-z]+>", " ", line)  # <s>, </s>, <pad>
     line = re.sub(r'"[^"]*"', " ", line)  # JSON strings

@@ -109,15 +109,7 @@ def check_graph(graph) -> tuple[int, list[str]]:
 
 def session_graph(fixture=None, example=None, sets=(), stage="decoder"):
     if fixture is not None:
-        import attncalc.inputs.session as session_module
-
-        req = Request(stage=stage, sets=list(sets))
-        original = session_module._source
-        session_module._source = lambda r: (copy.deepcopy(fixture), "random", True, None)
-        try:
-            return open_session(req).graph
-        finally:
-            session_module._source = original
+        return open_session(Request(stage=stage, sets=list(sets), data=copy.deepcopy(fixture))).graph
     return open_session(Request(stage=stage, example=example, sets=list(sets))).graph
 
 
@@ -136,7 +128,11 @@ def randomised(raw: dict, rnd: random.Random) -> dict:
     return walk(raw)
 
 
-@pytest.mark.parametrize("example,stage", [("woaini", "decoder"), ("wochiyu", "attend"), ("tinyllama", "decoder")])
+@pytest.mark.parametrize(
+    "example,stage",
+    [("woaini", "decoder"), ("wochiyu", "attend"), ("tinyllama", "decoder")]
+    + [("multihead", "attend"), ("padding", "decoder"), ("rope", "attend"), ("order", "attend")],
+)
 def test_every_step_of_every_bundled_example_recomputes(example, stage):
     checked, failed = check_graph(session_graph(example=example, stage=stage))
     assert checked > 50

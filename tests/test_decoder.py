@@ -101,12 +101,12 @@ def test_greedy_decoding_from_the_source_gives_i_love_you_eos():
 
 PREDICTIONS = """\
 Next-token predictions
-pos  input  label  most likely      p  p(label)  −log p(label)
-  0  <s>    I      I ✓          0.849     0.849          0.164
-  1  I      love   love ✓       0.854     0.854          0.158
-  2  love   you    you ✓        0.904     0.904          0.101
-  3  you    </s>   </s> ✓       0.833     0.833          0.182
-loss = mean(−log p(label)) = (0.164 + 0.158 + 0.101 + 0.182) / 4 = 0.151
+pos  input  label  most likely      p  p(label)  −ln p(label)
+  0  <s>    I      I ✓          0.849     0.849         0.164
+  1  I      love   love ✓       0.854     0.854         0.158
+  2  love   you    you ✓        0.904     0.904         0.101
+  3  you    </s>   </s> ✓       0.833     0.833         0.182
+loss = mean(−ln p(label)) = (0.164 + 0.158 + 0.101 + 0.182) / 4 = 0.151
 """
 
 
@@ -119,7 +119,7 @@ def test_prediction_table_snapshot(cli):
 def test_prediction_table_markdown_and_only(cli):
     out = cli("decoder", "--example", "woaini", "-f", "markdown", "--no-work").stdout
     assert "| 0 | `<s>` | `I` | `I` ✓ | 0.849 | 0.849 | 0.164 |" in out  # <s> in backticks, not HTML
-    assert "**loss = mean(−log p(label)) = (0.164 + 0.158 + 0.101 + 0.182) / 4 = 0.151**" in out
+    assert "**loss = mean(−ln p(label)) = (0.164 + 0.158 + 0.101 + 0.182) / 4 = 0.151**" in out
     assert "Next-token" not in cli("decoder", "--example", "woaini", "-f", "table", "--only", "probs").stdout
 
 

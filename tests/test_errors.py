@@ -155,7 +155,7 @@ def test_no_input_at_a_terminal_does_not_wait():
     """Issue 14 changed what it does: the bundled example, said on stderr, instead of exit 2."""
     pexpect = pytest.importorskip("pexpect")
     child = pexpect.spawn(
-        sys.executable, ["-m", "attncalc", "qkv"], env={**os.environ, "NO_COLOR": "1"}, encoding="utf-8", timeout=20
+        sys.executable, ["-m", "attncalc", "qkv"], env={**os.environ, "NO_COLOR": "1"}, encoding="utf-8", timeout=300
     )
     child.expect(pexpect.EOF)
     child.close()

@@ -39,7 +39,9 @@ def test_the_walk_calls_a_layer_the_same_only_when_it_is(cli, tmp_path):
 
 def test_ffn_says_widen_only_when_it_widens(cli):
     out = cli("walk", "--example", "woaini", "--no-pause", "--from", "encoder", "--to", "encoder").stdout
-    assert "Here W1 keeps the width (d_ff = d_model)" in out and "widens the row to d_ff" not in out
+    assert (
+        "Here the hidden layer keeps the width (d_ff = d_model)" in out and "takes the row to a hidden layer" not in out
+    )
     eye = [[float(i == j) for j in range(4)] for i in range(4)]
     wide = (  # d_ff = 8: W1 = [I I], W2 = [I; I]
         "--set",
@@ -50,7 +52,7 @@ def test_ffn_says_widen_only_when_it_widens(cli):
     out = " ".join(
         cli("walk", "--example", "woaini", "--no-pause", "--from", "encoder", "--to", "encoder", *wide).stdout.split()
     )
-    assert "x·W1 widens the row to d_ff columns" in out and "keeps the width" not in out
+    assert "x·W1 takes the row to a hidden layer of d_ff columns" in out and "keeps the width" not in out
 
 
 def test_generation_is_explained_per_model_type(cli):

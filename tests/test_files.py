@@ -93,3 +93,77 @@ def test_every_limit_is_documented():
     for kind in files.LIMITS:
         row = re.search(rf"^\| {re.escape(kind)} \|[^\n]*\| {re.escape(files.limit_text(kind))} \|", doc, re.M)
         assert row, f"docs/limits.md has no row for {kind} ({files.limit_text(kind)})"
+
+
+# ---- area "files": every reader goes through inputs/files.py -----------------------------------------------
+
+# Checkpoint files (safetensors, GGUF, tokenizers, a model folder's config and index) are read by the readers of
+# inputs/checkpoints/ through `open_binary`, `regular` and `read_json`; the package's own data is trusted.
+OWN_WAY = {
+    "attncalc/inputs/files.py": "the one way in itself",
+    "attncalc/schemas/__init__.py": "the bundled JSON Schemas (package data)",
+    "attncalc/inputs/examples.py": "the bundled examples when the package is zipped (no plain folder)",
+    "attncalc/render/page.py": "the page's own CSS and script (package data)",
+    "attncalc/inputs/checkpoints/tensors.py": "checkpoint files",
+    "attncalc/inputs/checkpoints/tokens.py": "checkpoint files",
+    "attncalc/inputs/checkpoints/__init__.py": "checkpoint files",
+}
+
+
+def opens_its_own_way(tree) -> list[int]:
+    """Lines reading with open(), json.load(), Path.read_text/read_bytes, os.path.getsize or sys.stdin.read
+    (open() to write a file the user named is no reading)."""
+    import ast
+
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == "open":
+            mode = (
+                node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+            )
+            writes = isinstance(mode, ast.Constant) and set(str(mode.value)) & set("wax")
+            if not writes:
+                out.append(node.lineno)
+        elif isinstance(f, ast.Attribute):
+            owner = ast.unparse(f.value)
+            if (
+                (f.attr in ("read_text", "read_bytes") and owner != "files")
+                or (f.attr == "load" and owner == "json")
+                or (f.attr == "getsize")
+                or (f.attr in ("read", "readlines") and owner in ("sys.stdin", "sys.stdin.buffer"))
+            ):
+                out.append(node.lineno)
+    return out
+
+
+def test_every_reader_goes_through_files_py():
+    import ast
+
+    found = {}
+    for path in sorted((ROOT / "attncalc").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        lines = opens_its_own_way(ast.parse(path.read_text(encoding="utf-8")))
+        if lines and rel not in OWN_WAY:
+            found[rel] = lines
+    assert not found, f"files read without inputs/files.py (its limits, regular files only): {found}"
+
+
+def test_the_session_builds_and_reading_happens_in_one_place():
+    session = (ROOT / "attncalc" / "inputs" / "session.py").read_text(encoding="utf-8")
+    source = (ROOT / "attncalc" / "inputs" / "checkpoints" / "source.py").read_text(encoding="utf-8")
+    assert "inputs.session" not in source  # no import cycle between the session and the references
+    assert "import sys" not in session and "stdin" not in session.replace("(stdin or a path)", "")
+    assert opens_its_own_way(__import__("ast").parse(session)) == []
+
+
+def test_a_closed_stdin_through_the_api_is_named(monkeypatch):
+    import attncalc
+
+    monkeypatch.setattr("sys.stdin", None)
+    with pytest.raises(
+        InputError, match="^<stdin>: expected a document on standard input, found standard input is closed"
+    ):
+        attncalc.load(document="-")

@@ -134,7 +134,7 @@ def test_bad_configs_exit_2(cli, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     out = cli("kvcache", str(bad), "--tokens", "5")
-    assert out.exit_code == 2 and "valid UTF-8 JSON" in out.stderr
+    assert out.exit_code == 2 and f"{bad}: expected valid JSON" in out.stderr
     cfg = json.load(open(config("llama-3-8b.json")))
     del cfg["num_hidden_layers"]
     partial = tmp_path / "partial.json"

@@ -35,7 +35,7 @@ def errors(name: str, instance) -> list[str]:
     return [e.message for e in validator(name).iter_errors(instance)]
 
 
-@pytest.mark.parametrize("name", ["woaini", "wochiyu", "tinyllama"])
+@pytest.mark.parametrize("name", ["woaini", "wochiyu", "tinyllama", "multihead", "padding", "rope", "order"])
 def test_every_bundled_example_validates_and_names_its_schema(name):
     assert name in example_names()
     fixture = load_example(name)
@@ -53,7 +53,7 @@ def load_script(name: str):
 
 def test_the_scripts_still_write_every_example_byte_for_byte():
     examples = load_script("make_examples")
-    for make in (examples.woaini, examples.wochiyu):
+    for make in examples.EXAMPLES:
         text = (examples_dir() / f"{make.__name__}.json").read_text(encoding="utf-8")
         assert text == json.dumps(make(), ensure_ascii=False, indent=1) + "\n"
     tiny = load_script("make_tinyllama")

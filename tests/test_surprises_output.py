@@ -175,18 +175,38 @@ def test_generate_refuses_more_tokens_than_it_can_make(cli):
     assert 1 <= len(ok["generated"]) <= 6
 
 
-def test_a_long_generation_shows_progress_on_a_terminal():
+def _generation_on_a_terminal(after: str | None, tokens: int) -> str:
+    """stderr (a pseudo-terminal) of a generation whose progress threshold is `after` seconds."""
     pexpect = pytest.importorskip("pexpect")
     command = (
         f"{shlex.quote(sys.executable)} -m attncalc generate --example woaini --set special.eos=我 "
-        "--max-new-tokens 1500 --only logits -f json > /dev/null"  # ~5 s on a fast machine: past the 2 s mark
+        f"--max-new-tokens {tokens} --only logits -f json > /dev/null"
     )
     env = {**RUN, "TERM": "xterm"}  # a dumb terminal gets no live display
-    child = pexpect.spawn("/bin/sh", ["-c", command], env=env, encoding="utf-8", timeout=600)
+    env.pop("ATTNCALC_PROGRESS_AFTER", None)
+    if after is not None:
+        env["ATTNCALC_PROGRESS_AFTER"] = after
+    child = pexpect.spawn("/bin/sh", ["-c", command], env=env, encoding="utf-8", timeout=600)  # a hang guard
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, child.before
-    assert "generating tokens" in child.before
+    return child.before
+
+
+def test_a_long_generation_shows_progress_on_a_terminal():
+    # the threshold at 0 s, so the bar shows whatever the machine's speed (at 2 s a fast run ended first)
+    assert "generating tokens" in _generation_on_a_terminal("0", 30)
+
+
+def test_a_short_generation_shows_no_progress():
+    # a threshold no run reaches: the bar is for long runs only (with the default 2 s, whether 30 tokens
+    # take longer would depend on the machine)
+    assert "generating tokens" not in _generation_on_a_terminal("100000", 30)
+
+
+def test_a_bad_progress_threshold_is_named(cli, monkeypatch):
+    monkeypatch.setenv("ATTNCALC_PROGRESS_AFTER", "soon")
+    assert_bad(cli("generate", "--example", "woaini", "-n", "2", "-f", "json"), "ATTNCALC_PROGRESS_AFTER", "'soon'")
 
 
 # ---- the embedded default and the small things ---------------------------------------------------

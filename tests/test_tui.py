@@ -280,7 +280,7 @@ def test_the_mouse_moves_the_cursor(woaini):
     drive(woaini["en"], keys="nn", check=check)
 
 
-@pytest.mark.parametrize("example", ["woaini", "wochiyu", "tinyllama"])
+@pytest.mark.parametrize("example", ["woaini", "wochiyu", "tinyllama", "multihead", "padding", "rope", "order"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_step_fits_60x24_nothing_clipped_and_arithmetic_wrapped_at_operators(example, lang):
     walk = open_walk(example, None, [], lang)

@@ -41,7 +41,7 @@ class Pane:
     def text(self) -> str:
         return self.tmux("capture-pane", "-p")
 
-    def wait(self, test, what: str, timeout: float = 20.0) -> str:
+    def wait(self, test, what: str, timeout: float = 120.0) -> str:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             shown = self.text()

@@ -28,7 +28,7 @@ def spawn(*args):
         ["-m", "attncalc", "walk", "--example", "woaini", "--plain", *args],
         env=env,
         encoding="utf-8",
-        timeout=20,
+        timeout=300,  # a hang guard, not a speed limit
         dimensions=(40, 100),
     )
     return child
@@ -114,7 +114,7 @@ def test_a_burst_of_keys_counts_every_key():
 def test_a_terminal_gets_the_full_screen_walk_unless_it_is_dumb(term, full_screen):
     env = dict(os.environ, TERM=term, LANG="C.UTF-8", PYTHONIOENCODING="utf-8")
     args = ["-m", "attncalc", "walk", "--example", "woaini", "--lang", "en"]
-    c = pexpect.spawn(sys.executable, args, env=env, encoding="utf-8", timeout=20, dimensions=(40, 100))
+    c = pexpect.spawn(sys.executable, args, env=env, encoding="utf-8", timeout=300, dimensions=(40, 100))
     c.expect("n next" if full_screen else KEYS)
     c.send("q")
     assert finish(c) == 0

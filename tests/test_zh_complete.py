@@ -11,7 +11,7 @@ from english_prose import english_lines, prose
 
 from attncalc.inputs.examples import load_example
 
-EXAMPLES = ("woaini", "wochiyu", "tinyllama")
+EXAMPLES = ("woaini", "wochiyu", "tinyllama", "multihead", "padding", "rope", "order")
 TOKENS = {t for name in EXAMPLES for t in load_example(name)["vocab"]}
 STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend")
 

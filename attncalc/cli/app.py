@@ -62,6 +62,7 @@ def program() -> NoReturn:
     import gc
 
     gc.disable()
+    o.closed_streams()
     try:
         app(prog_name="attncalc")
     except SystemExit as e:
@@ -71,17 +72,12 @@ def program() -> NoReturn:
 
 def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage", standalone: bool = False):
     """The options whose words are fixed (formats, mask kinds, languages), each list kept in one place."""
-    from attncalc import texts
-    from attncalc.core.names import MASK_KINDS
-    from attncalc.errors import InputError
+    from attncalc import arguments, texts
     from attncalc.render import formats
-    from attncalc.texts import LANGS
 
     formats.check(fmt, command, standalone)
-    if kind is not None and kind not in MASK_KINDS:
-        raise InputError("--kind", formats.one_of(MASK_KINDS), repr(kind))
-    if lang is not None and lang not in LANGS:
-        raise InputError("--lang", formats.one_of(LANGS), repr(lang))
+    arguments.check("kind", kind, cli=True)  # the same rules as the Python API's keywords
+    arguments.check("lang", lang, cli=True)
     texts.use(lang)  # everything the command says from here on is in this language
 
 
@@ -123,14 +119,19 @@ def stage_command(stage: str):
     ):
         def run():
             check_choices(fmt, kind, lang, standalone=standalone)
+            from attncalc import arguments
+
+            arguments.check_stage_options(stage, ctx.params, cli=True)
             o.quiet_blas_threads(model)
             from attncalc.api import Calculation
             from attncalc.render import latex
-            from attncalc.render.output import drawn_names, emit, resolve_format
+            from attncalc.render.output import drawn_names, emit, refuse_huge_document, resolve_format
 
             req = o.request(ctx, stage)
             calc = Calculation(req)
-            names = [n.strip() for n in only.split(",")] if only else None
+            names = arguments.names(only)
+            if resolve_format(fmt) == "json":
+                refuse_huge_document(calc.session, names)
             wanted = None if cell else names  # --only: compute (and hold) only those
             if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
                 wanted = drawn_names(calc.session)  # a table draws the stage's own tensors: release the rest

@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
             from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
             from attncalc.inputs.document import dumps
-            from attncalc.inputs.session import read_text
+            from attncalc.inputs.files import read_text
             from attncalc.inputs.worksheet import parse_worksheet
             from attncalc.render.output import resolve_format
 
@@ -81,10 +81,10 @@ def register(app: typer.Typer) -> None:
                 raise InputError(
                     "model",
                     "--example NAME, --fixture FILE or a pipe document on standard input",
-                    "nothing (standard input is a terminal)",
+                    "nothing (standard input is " + ("closed)" if sys.stdin is None else "a terminal)"),
                 )
             source = "<stdin>" if worksheet == "-" else worksheet
-            sheets = parse_worksheet(read_text(worksheet), source)
+            sheets = parse_worksheet(read_text(worksheet, "worksheet"), source)
             req = o.request(ctx, stage_for(sheets) if layer is None else "attend")  # --layer: that layer's attention
             calc = Calculation(req)
             for message in calc.graph.warnings:  # unknown fixture keys

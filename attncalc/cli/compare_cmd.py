@@ -95,7 +95,9 @@ def register(app: typer.Typer) -> None:
                 ids=ids,
                 layer=layer,
             )
-            names = [n.strip() for n in only.split(",")] if only else None
+            from attncalc import arguments
+
+            names = arguments.names(only)
             c = compare(req, list(left_sets or []), list(sets or []) + list(right_sets or []), names, tol)
             for note in dict.fromkeys(c.left.graph.warnings + c.right.graph.warnings):
                 sys.stderr.write(f"attncalc: warning: {note}\n")

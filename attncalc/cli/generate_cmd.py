@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -82,14 +83,26 @@ def _model(req):
     return calc.session, calc.decoder_model()
 
 
+PROGRESS_AFTER = 2.0  # seconds of silence on a terminal before the bar appears (ATTNCALC_PROGRESS_AFTER)
+
+
+def progress_after() -> float:
+    """ATTNCALC_PROGRESS_AFTER seconds (docs/commands.md), else PROGRESS_AFTER: a test sets 0 so that the
+    bar shows whatever the machine's speed."""
+    from attncalc import arguments
+
+    text = os.environ.get("ATTNCALC_PROGRESS_AFTER")
+    return PROGRESS_AFTER if not text else arguments.coerce(float, text, "ATTNCALC_PROGRESS_AFTER", lo=0)
+
+
 class Progress:
     """A progress bar on stderr for a generation that runs longer than `after` seconds, only when stderr
     is a terminal (a pipe or a log gets nothing); it disappears when the run ends."""
 
-    def __init__(self, total: int, after: float = 2.0):
+    def __init__(self, total: int, after: float | None = None):
         import time
 
-        self.total, self.after, self.clock = total, after, time.monotonic
+        self.total, self.after, self.clock = total, progress_after() if after is None else after, time.monotonic
         self.start, self.bar, self.task = self.clock(), None, None
 
     def update(self, done: int) -> None:
@@ -149,15 +162,18 @@ def register(app) -> None:
             settings = _settings(max_new_tokens, strategy, temperature, top_k, top_p, seed, kv_cache)
             req = o.request(ctx, "embed")
             session, decoder = _model(req)
+            from attncalc import arguments
             from attncalc.decoding import generate as run_generation
             from attncalc.render import steps as render
 
+            names = arguments.names(only)
+            kind = resolve_format(fmt)
+            if kind == "json":
+                render.refuse_huge_generation(decoder, names)
             with Progress(settings.max_new_tokens) as progress:
                 result = run_generation(decoder, settings, on_step=progress.update)
             for message in session.graph.warnings:
                 sys.stderr.write(f"attncalc: warning: {message}\n")
-            names = [n.strip() for n in only.split(",") if n.strip()] if only else None
-            kind = resolve_format(fmt)
             if kind == "json":
                 sys.stdout.write(render.json_text(session, decoder, result, names) + "\n")
             elif names is not None:

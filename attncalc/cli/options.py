@@ -8,7 +8,7 @@ from typing import Annotated, NoReturn, Optional
 
 import typer
 
-from attncalc import texts
+from attncalc import arguments, texts
 from attncalc.core.names import MASK_KINDS
 from attncalc.errors import MODELS_EXTRA
 from attncalc.inputs.examples import example_names
@@ -50,7 +50,13 @@ Standalone = Annotated[
 ]
 Precision = Annotated[
     int,
-    typer.Option("--precision", "-p", min=0, max=12, help="Decimals shown (JSON keeps all).", rich_help_panel=OUTPUT),
+    typer.Option(
+        "--precision",
+        "-p",
+        **arguments.limits("precision"),
+        help="Decimals shown (JSON keeps all).",
+        rich_help_panel=OUTPUT,
+    ),
 ]
 Work = optional(
     "--work/--no-work", help="Write out every cell's arithmetic (default: on up to 64 cells).", panel=OUTPUT, kind=bool
@@ -65,8 +71,10 @@ Lang = optional("--lang", help="|".join(texts.LANGS) + " for explanations (defau
 Kind = optional("--kind", help="Mask: " + "|".join(MASK_KINDS) + ".", panel=MODEL)
 Scale = optional("--scale", help="Score scale (default 1/√d_k).", panel=MODEL, kind=float)
 Block = optional("--block", help="Attention block, e.g. decoder.layers[0].cross_attention.", panel=MODEL)
-Heads = optional("--heads", help="Query heads.", panel=MODEL, kind=int, min=1)
-KvHeads = optional("--kv-heads", help="Key/value heads (GQA; 1 = MQA).", panel=MODEL, kind=int, min=1)
+Heads = optional("--heads", help="Query heads.", panel=MODEL, kind=int, **arguments.limits("heads"))
+KvHeads = optional(
+    "--kv-heads", help="Key/value heads (GQA; 1 = MQA).", panel=MODEL, kind=int, **arguments.limits("kv_heads")
+)
 Set = optional(
     "--set", help="Change a fixture field: KEY=VALUE (position.type=rope). Repeatable.", panel=MODEL, kind=list[str]
 )
@@ -76,8 +84,14 @@ ModelPath = optional(
 )
 Text = optional("--text", help="Text for --model, read by its own tokenizer.", panel=CHECKPOINT)
 Ids = optional("--ids", help='Token ids for --model, e.g. "101 1045 102".', panel=CHECKPOINT)
-Layer = optional("--layer", help="Show layer N's self-attention (its real input).", panel=CHECKPOINT, kind=int, min=0)
-Head = optional("--head", help="Show one head only.", panel=CHECKPOINT, kind=int, min=0)
+Layer = optional(
+    "--layer",
+    help="Show layer N's self-attention (its real input).",
+    panel=CHECKPOINT,
+    kind=int,
+    **arguments.limits("layer"),
+)
+Head = optional("--head", help="Show one head only.", panel=CHECKPOINT, kind=int, **arguments.limits("head"))
 Debug = Annotated[bool, typer.Option("--debug", help="Show the Python traceback of an error.", hidden=True)]
 X = optional("--x", help='X, the input rows ("0.8 0.1 -0.2 0.4").', panel=INLINE)
 Wq = optional("--wq", help='Wq, [d_model, heads·d_k] ("0.5 0.1; 0.2 -0.3; …").', panel=INLINE)
@@ -159,11 +173,23 @@ def leave(code) -> NoReturn:
     os._exit(code)
 
 
+def closed_streams() -> None:
+    """A standard stream the shell closed (`>&-`, `2>&-`) is None in Python. Without stdout there is no
+    result to give: exit 74 at once, before any work (a table would otherwise vanish into Rich's null file
+    with exit 0). Without stderr the messages are lost but the exit code must stay the one documented
+    (`check`'s 1 means wrong cells; an error writing to a missing stderr would make every exit 1)."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives as long as the process)
+    if sys.stdout is None:
+        sys.stderr.write("attncalc: error: standard output is closed: there is nowhere to write the result\n")
+        leave(74)
+
+
 def unwritable(e: OSError) -> str | None:
     """`standard output: No space left on device` when the output could not be written (exit 74), else None."""
     import errno
 
-    full = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+    full = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF)  # EBADF: stdout opened read-only
     return f"standard output: {e.strerror}" if e.errno in full and e.filename is None else None
 
 
@@ -173,13 +199,29 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def debugging() -> bool:
+    """ATTNCALC_DEBUG set to anything but empty, 0, false, no or off (docs/exit-codes.md)."""
+    return os.environ.get("ATTNCALC_DEBUG", "").strip().lower() not in ("", *arguments.FALSE)
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    try:
+        sys.stderr.write(f"attncalc: warning: {message}\n")
+    except (OSError, ValueError, AttributeError):  # no stderr to say it on
+        pass
+
+
 def guarded(fn, debug: bool):
     """Run fn; bad input → exit 2 with its message; Ctrl-C → 130; never a traceback unless --debug."""
     from attncalc.errors import InputError
     from attncalc.terminal import readable_streams
 
     readable_streams()
-    debug = debug or bool(os.environ.get("ATTNCALC_DEBUG"))
+    debug = debug or debugging()
+    if not debug:  # a Python or NumPy warning as one line of ours, never a source path and its code line
+        import warnings
+
+        warnings.showwarning = _warning_line
     try:
         return fn()
     except InputError as e:
@@ -211,12 +253,11 @@ def guarded(fn, debug: bool):
 
 
 class _Plain:
-    """Coerce one str/int/float/bool option (or a repeatable str option) the way Typer would."""
+    """Coerce one str/int/float/bool option (or a repeatable str option) the way Typer would, by the
+    argument's rule in attncalc/arguments.py (the one the Python API checks its keywords with)."""
 
-    NAMES = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
-
-    def __init__(self, kind, multi: bool, lo=None, hi=None):
-        self.kind, self.multi, self.lo, self.hi = kind, multi, lo, hi
+    def __init__(self, name: str | None, kind, multi: bool, lo=None, hi=None):
+        self.name, self.kind, self.multi, self.lo, self.hi = name, kind, multi, lo, hi
 
     def coerce(self, value, param, ctx):
         if value is None:
@@ -228,33 +269,14 @@ class _Plain:
         return self.one(value, param, ctx)
 
     def one(self, v, param, ctx):
-        import math
+        from attncalc.errors import InputError
 
-        kind = self.kind
         try:
-            if kind is bool and isinstance(v, str):
-                x = {
-                    "1": True,
-                    "true": True,
-                    "yes": True,
-                    "on": True,
-                    "0": False,
-                    "false": False,
-                    "no": False,
-                    "off": False,
-                }[v.strip().lower()]
-            elif isinstance(v, bool) and kind is not bool:
-                raise ValueError
-            else:
-                x = kind(v)
-        except (KeyError, TypeError, ValueError):
-            raise typer.BadParameter(f"expected {self.NAMES[kind]}, found {v!r}", ctx=ctx, param=param) from None
-        if kind is float and not math.isfinite(x):
-            raise typer.BadParameter(f"expected {self.NAMES[kind]}, found {v!r}", ctx=ctx, param=param)
-        if (self.lo is not None and x < self.lo) or (self.hi is not None and x > self.hi):
-            bounds = f"from {self.lo} to {self.hi}" if self.hi is not None else f"at least {self.lo}"
-            raise typer.BadParameter(f"expected a number {bounds}, found {v!r}", ctx=ctx, param=param)
-        return x
+            if self.name in arguments.RULES:
+                return arguments.parse(self.name, v)
+            return arguments.coerce(self.kind, v, str(self.name), self.lo, self.hi)
+        except InputError as e:
+            raise typer.BadParameter(f"expected {e.expected}, found {e.found}", ctx=ctx, param=param) from None
 
 
 def plain_coercion(command, ctx) -> None:
@@ -273,8 +295,9 @@ def plain_coercion(command, ctx) -> None:
             and getattr(info, "parser", None) is None
             and getattr(info, "click_type", None) is None
         ):
+            name = param.name if param.param_type_name == "option" and not multi else None
             param._runtime_param = _Plain(
-                str if multi else ann, multi, getattr(info, "min", None), getattr(info, "max", None)
+                name, str if multi else ann, multi, getattr(info, "min", None), getattr(info, "max", None)
             )
     for sub in (getattr(command, "commands", None) or {}).values():
         plain_coercion(sub, ctx)

@@ -142,7 +142,7 @@ def walk(
         from attncalc.render.table import console
 
         con = console(record=bool(export), truecolor=bool(export))
-        pause = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()
+        pause = not no_pause and all(s is not None and s.isatty() for s in (sys.stdin, sys.stdout))  # None: closed
         tour = Tour(w, con, precision, pause, quiz, pages=[] if export and export.lower().endswith(".svg") else None)
         try:
             tour.run()
@@ -154,9 +154,9 @@ def walk(
 
 
 def on_terminal() -> bool:
-    """stdin, stdout and stderr all terminals, and one that can draw a full screen."""
+    """stdin, stdout and stderr all terminals (a closed one is None), and one that can draw a full screen."""
     streams = (sys.stdin, sys.stdout, sys.stderr)
-    return all(s.isatty() for s in streams) and os.environ.get("TERM", "dumb") not in ("dumb", "")
+    return all(s is not None and s.isatty() for s in streams) and os.environ.get("TERM", "dumb") not in ("dumb", "")
 
 
 def save(con, path: str, pages: list[str] | None) -> None:

@@ -138,7 +138,7 @@ class Builder:
                 op=Add(),
                 inputs=(x, prefix + "PE"),
                 stage=stage,
-                formula=f"{summed[len(prefix) :]} = X + PE",
+                formula=f"{summed.removeprefix(prefix)} = X + PE",  # D = X + PE on the decoder side
                 rows=labels,
                 cols=cols,
                 about="residual_pe",

@@ -117,7 +117,7 @@ class Stack:
                     op=Affine(),
                     inputs=(x, f"{path}.W3") + ((b3,) if b3 else ()),
                     stage=stage,
-                    formula="U_up = x·W3 + b3",
+                    formula=f"U_up = {x.split('.')[-1]}·W3" + (" + b3" if b3 else ""),
                     rows=labels,
                     cols=dim_labels(dff),
                     about="ffn",
@@ -354,6 +354,15 @@ def layer_input(b: Builder, h: str, labels, key_is_pad, layer: int) -> tuple[str
     return x, f"{path}.self_attention", prefix
 
 
+def default_kind(path: str, key_is_pad) -> str:
+    """The mask of a block as its layer uses it: causal in a decoder, and a pad token is never attended to
+    (causal + padding in a decoder, as `decoder` masks it; padding alone elsewhere, as encoder layer 0)."""
+    padded = bool(key_is_pad) and any(key_is_pad)
+    if path.startswith("decoder"):
+        return "causal+padding" if padded else "causal"
+    return "padding" if padded else "none"
+
+
 def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
     """The graph of every tensor up to stage `upto` (one of graph.STAGES)."""
     b = Builder(fx, opts)
@@ -372,16 +381,11 @@ def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
         if last >= STAGES.index("encoder"):
             raise InputError("--layer", "a stage command from embed to attend (one layer's self-attention)", upto)
         attn_in, path, prefix = layer_input(b, h, labels, key_is_pad, opts.layer)
-        kind = opts.kind or ("causal" if path.startswith("decoder") else "padding" if any(key_is_pad) else "none")
+        kind = opts.kind or default_kind(path, key_is_pad)
         b.attention(path, prefix, attn_in, attn_in, labels, labels, kind, key_is_pad)
     elif last >= STAGES.index("qkv"):
         path = stage_block(fx, opts.block if opts else None)
-        if opts and opts.kind:
-            kind = opts.kind
-        elif path.startswith("decoder"):
-            kind = "causal"
-        else:  # the same mask as encoder layer 0: a pad token in the source is never attended to
-            kind = "padding" if key_is_pad and any(key_is_pad) else "none"
+        kind = opts.kind if opts and opts.kind else default_kind(path, key_is_pad)
         attn_in = h
         part = path.split(".")[0]
         if path == f"{part}.layers[0].self_attention" and fx.boolean(f"{part}.norm_first", False):

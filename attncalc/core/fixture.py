@@ -102,7 +102,7 @@ def to_array(value, path: str, allow_neg_inf: bool = False) -> np.ndarray:
     except ValueError:  # ragged deeper down
         _find_ragged(value, path)
         raise InputError(path, "a rectangular matrix", "rows of different shapes") from None
-    if arr.dtype.kind in "iuf" and (arr.size > 100_000 or not _has_bool(value)):
+    if arr.dtype.kind in "iuf" and not (_bool_among(value, arr) if arr.size > 100_000 else _has_bool(value)):
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             _scan_bad_number(value, path, False)
         return arr.astype(float)
@@ -116,6 +116,19 @@ def _num(x):
 
 def _deep_num(v):
     return [_deep_num(x) for x in v] if isinstance(v, list) else _num(v)
+
+
+def _bool_among(value: list, arr: np.ndarray) -> bool:
+    """_has_bool for a large matrix without visiting every cell in Python: `true` and `false` became 1
+    and 0 in `arr`, so only the innermost lists holding a 0 or a 1 are looked at."""
+    rows = ((arr == 0) | (arr == 1)).reshape(-1, arr.shape[-1]).any(axis=1)  # [cells / last axis]
+    for r in np.flatnonzero(rows):
+        row = value
+        for i in np.unravel_index(r, arr.shape[:-1]) if arr.ndim > 1 else ():
+            row = row[i]
+        if bool in set(map(type, row)):
+            return True
+    return False
 
 
 def _has_bool(v) -> bool:

@@ -3,3 +3,12 @@ can use them without loading the math: the stages in order and the mask kinds.""
 
 STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder")
 MASK_KINDS = ("none", "causal", "padding", "causal+padding")
+
+# The tensors that may hold −∞ (blocked scores, and scores given with blocked cells); a pipe document's
+# other tensors may not ("-inf" in Q would silently give a row of NaN or zeros further on).
+SCORE_TENSORS = ("S", "S_scaled", "S_masked")
+
+
+def may_be_blocked(name: str) -> bool:
+    """Whether tensor `name` (`S_masked`, `enc.0.S_masked`, `step.3.dec.0.self.S`) may hold −∞."""
+    return name.rpartition(".")[2] in SCORE_TENSORS

@@ -185,7 +185,7 @@ class Rope(Op):
             angle=f"{a:.4g}",
             pair=p,
             layout=Note("note.layout_" + self.layout),
-            entry=1 + (c == hi),
+            entry=int(c == hi),  # 0 or 1, counted from 0 as the columns are
         )
         return Expansion([line + ["=", v], rotation, numbers], v, note)
 

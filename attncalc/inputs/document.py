@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 from attncalc.core.fixture import to_array
+from attncalc.core.names import may_be_blocked
 from attncalc.errors import InputError, describe
 from attncalc.terminal import is_utf
 
@@ -94,7 +95,7 @@ def document_from(data, source: str) -> dict:
     data.setdefault("fixture", {})
     data.setdefault("options", {})
     data["tensors"] = {
-        name: to_array(v, f"{source}: tensors.{name}", allow_neg_inf=True)
+        name: to_array(v, f"{source}: tensors.{name}", allow_neg_inf=may_be_blocked(name))
         for name, v in (data.get("tensors") or {}).items()
     }
     return data

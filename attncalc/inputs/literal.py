@@ -72,27 +72,100 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not a finite number")
 
 
+class Token(str):
+    """A cell part that names a token (quoted on the command line, a str in the API): never an index."""
+
+
+QUOTES = "\"'"
+
+
+def cell_parts(text: str, option: str = "--cell") -> list:
+    """`1,0` → ["1", "0"]; `"a,b",#0` → [Token("a,b"), 0]: commas inside quotes belong to the token, a
+    quoted part is a token, `#N` is an index, a bare part is either (see `cell_index`)."""
+    parts, cur, quote, quoted = [], "", None, False
+    for ch in text:
+        if quote:
+            if ch == quote:
+                quote = None
+            else:
+                cur += ch
+        elif ch in QUOTES and not cur.strip():
+            quote, quoted, cur = ch, True, ""
+        elif ch == ",":
+            parts.append(_part(cur, quoted, option))
+            cur, quoted = "", False
+        else:
+            cur += ch
+    if quote:
+        raise InputError(option, f"a closing {quote} after {quote}{cur}", repr(text))
+    parts.append(_part(cur, quoted, option))
+    return parts
+
+
+def _part(text: str, quoted: bool, option: str):
+    if quoted:
+        return Token(text)
+    text = text.strip()
+    if text.startswith("#"):
+        try:
+            return int(text[1:])
+        except ValueError:
+            raise InputError(option, "#N for index N (a token starting with # goes in quotes)", repr(text)) from None
+    return text
+
+
+def cell_part(part, where: str):
+    """One index of explain(): an int; a token, `#N` (an index) or '"0"' (the token 0), as --cell reads it."""
+    from attncalc import arguments
+
+    if not isinstance(part, str):
+        return arguments.coerce(int, part, where, lo=0)
+    return cell_parts(part, where)[0] if part[:1] in "#" + QUOTES else part
+
+
 def parse_cell(text: str, rows: list[str] | None, cols: list[str] | None, shape: tuple, option="--cell") -> tuple:
-    """`1,0`, `爱,我` or `0,1,2` (head, row, col) → an index into a tensor of `shape`."""
-    parts = [p.strip() for p in text.split(",")]
+    """`1,0`, `爱,我`, `0,1,2` (head, row, col), `#1,"0"` → an index into a tensor of `shape`."""
+    return cell_index(cell_parts(text, option), rows, cols, shape, option, text)
+
+
+def cell_index(parts: list, rows, cols, shape: tuple, option="--cell", text=None) -> tuple:
+    """Each part an int (an index), a Token (a label) or a bare str: a label when it is one, else an
+    index; a bare number that is a label at another index is refused, with both ways to write it."""
     if len(parts) != len(shape):
         want = {1: "INDEX", 2: "ROW,COL", 3: "HEAD,ROW,COL"}.get(len(shape), f"{len(shape)} indices")
-        raise InputError(option, f"{want} for a tensor of shape {'×'.join(map(str, shape))}", repr(text))
+        found = text if text is not None else ",".join(map(str, parts))
+        raise InputError(option, f"{want} for a tensor of shape {'×'.join(map(str, shape))}", repr(found))
     axes_labels = [None] * (len(shape) - 2) + [rows, cols] if len(shape) >= 2 else [cols or rows]
-    idx = []
-    for axis, (p, labels, size) in enumerate(zip(parts, axes_labels, shape)):
-        if labels and p in labels:
-            idx.append(labels.index(p))
-            continue
+    return tuple(
+        _axis_index(p, labels or [], size, axis, option)
+        for axis, (p, labels, size) in enumerate(zip(parts, axes_labels, shape))
+    )
+
+
+def _axis_index(p, labels: list, size: int, axis: int, option: str) -> int:
+    if isinstance(p, Token):
+        if p not in labels:
+            known = ", ".join(labels[:10]) or "none: index this axis by number"
+            raise InputError(option, f"a token of axis {axis} ({known})", repr(str(p)))
+        return labels.index(p)
+    k = p if isinstance(p, int) else None
+    if k is None:
         try:
             k = int(p)
         except ValueError:
+            if p in labels:
+                return labels.index(p)
             known = ", ".join(labels[:10]) if labels else "a number"
             raise InputError(option, f"an index or a label ({known})", repr(p)) from None
-        if not 0 <= k < size:
-            raise InputError(option, f"an index from 0 to {size - 1} on axis {axis}", str(k))
-        idx.append(k)
-    return tuple(idx)
+        if p in labels and labels.index(p) != k:  # tokens "0", "1", "2": which did the person mean?
+            raise InputError(
+                option,
+                f'#{k} for index {k}, or "{p}" in quotes for the token {p} (at index {labels.index(p)})',
+                f"{p!r}, which is both",
+            )
+    if not 0 <= k < size:
+        raise InputError(option, f"an index from 0 to {size - 1} on axis {axis}", str(k))
+    return k
 
 
 def cell_label(node, idx: tuple) -> str:

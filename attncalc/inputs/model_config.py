@@ -7,7 +7,6 @@ reader serves all three inputs. The `gguf` package (the `models` extra) is impor
 
 from __future__ import annotations
 
-import json
 import os
 
 from attncalc.errors import MODELS_EXTRA, InputError, describe
@@ -33,15 +32,9 @@ GGUF_FILE_TYPES = {0: "float32", 1: "float16", 32: "bfloat16"}  # llama_ftype: t
 
 def read_config(path: str) -> dict:
     """Load a config.json; unreadable files, invalid JSON and non-objects raise InputError(path, ...)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise InputError(path, "a readable config.json file", e.strerror or type(e).__name__) from None
-    except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError
-        raise InputError(path, "valid UTF-8 JSON", str(e)) from None
-    except RecursionError:
-        raise InputError(path, "JSON nested less deeply", "too many levels of nesting") from None
+    from attncalc.inputs.files import read_json
+
+    data = read_json(path, "config")
     if not isinstance(data, dict):
         raise InputError(path, "a JSON object", type(data).__name__)
     return data
@@ -50,7 +43,7 @@ def read_config(path: str) -> dict:
 def read_model_config(path: str) -> dict:
     """The config of `path`: a config.json, a folder holding config.json (or one .gguf), or a .gguf file."""
     if os.path.isdir(path):
-        if os.path.isfile(os.path.join(path, "config.json")):
+        if os.path.lexists(os.path.join(path, "config.json")):  # a FIFO or a dangling link is named, not skipped
             return read_config(os.path.join(path, "config.json"))
         ggufs = sorted(f for f in os.listdir(path) if f.endswith(".gguf"))
         if len(ggufs) == 1:
@@ -60,6 +53,13 @@ def read_model_config(path: str) -> dict:
     if path.endswith(".gguf"):
         return gguf_config(path)
     return read_config(path)
+
+
+def _regular_gguf(path: str) -> None:
+    """A regular file (inputs/files.py): the GGUF reader maps the file, and on a FIFO it waits forever."""
+    from attncalc.inputs.files import regular
+
+    regular(path, "GGUF")
 
 
 def _scalar(field, where: str):
@@ -73,6 +73,7 @@ def _scalar(field, where: str):
 
 def gguf_config(path: str) -> dict:
     """GGUF metadata renamed to config.json keys; tie_word_embeddings from whether output.weight is stored."""
+    _regular_gguf(path)
     try:
         import gguf
     except ImportError:

@@ -1,30 +1,32 @@
-"""Parse → load → compute: where a command's input comes from (docs/commands.md) and the graph it gives.
+"""Parse → load → compute: the graph a command's input gives.
 
-Every command that computes goes through `open_session`: examples, fixture files, pipe
-documents (path or stdin), inline literals and `--set` all end as one fixture dict, one graph
-and the tensors a person supplied.
+Every command that computes goes through `open_session`: the input is read once by `inputs/reading.py`
+(examples, fixture files, pipe documents, models, through `inputs/files.py`); here `--set`, `--heads`,
+the inline matrices and a document's tensors are applied to it and the graph is built. Nothing here
+opens a file.
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property, partial
+from functools import cached_property
 
 import numpy as np
 
 from attncalc import texts
+from attncalc.arguments import check_document_options
 from attncalc.core.build import Options
 from attncalc.core.build_layers import build, stage_block
 from attncalc.core.fields import known_paths, nearest, suggest, unknown_keys, unknown_path
 from attncalc.core.fixture import PATH_PART, Fixture
 from attncalc.core.graph import STAGES, Graph
 from attncalc.errors import InputError, describe
-from attncalc.inputs.document import document_from, read_document
-from attncalc.inputs.examples import DEFAULT_EXAMPLE, load_example
+from attncalc.inputs.changes import changed_by_sets
 from attncalc.inputs.literal import parse_matrix
+from attncalc.inputs.reading import read_input
 from attncalc.texts import t
 
 MAIN = {
@@ -40,10 +42,6 @@ MAIN = {
 }
 WEIGHT_OPTIONS = {"wq": "Wq", "wk": "Wk", "wv": "Wv", "wo": "Wo"}
 TENSOR_OPTIONS = {"x": "X", "q": "Q", "k": "K", "v": "V", "weights": "A"}
-NO_INPUT = (
-    "--example NAME, --fixture FILE, a pipe document (stdin or a path), or inline matrices such as "
-    '--scores "5.1 1.0 4.3"'
-)
 
 
 @dataclass
@@ -90,17 +88,6 @@ class Session:
         return self.reference_of()
 
 
-def read_text(path: str) -> str:
-    try:
-        if path == "-":
-            return sys.stdin.read()
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        reason = getattr(e, "strerror", None) or str(e)
-        raise InputError(path, "a readable UTF-8 file", reason) from None
-
-
 def set_field(raw: dict, assignment: str) -> None:
     """`--set position.type=rope`: the value is JSON when it parses as JSON, else a string."""
     if "=" not in assignment:
@@ -135,47 +122,6 @@ def set_field(raw: dict, assignment: str) -> None:
                 cur[i] = value
             else:
                 cur = cur[i]
-
-
-def _source(req: Request):
-    """(fixture dict, where it came from, strict, input document or None). A document with tensors
-    whose fixture has no vocab and no embedding was made from inline matrices: it stays a calculator
-    (unless its fixture refers to model files: inputs/checkpoints/source.py)."""
-    given = [x for x in (req.example, req.fixture, req.document) if x] + (["a dict"] if req.data is not None else [])
-    if len(given) > 1:
-        raise InputError("input", "one of --example, --fixture or a document", ", ".join(given))
-    if req.data is not None:
-        doc = document_from(req.data, "document" if "attncalc" in req.data else "")
-        return (
-            doc["fixture"],
-            "document" if "attncalc" in req.data else "",
-            True,
-            doc if "attncalc" in req.data else None,
-        )
-    if req.example:
-        return load_example(req.example), f"example {req.example}", True, None
-    if req.fixture:
-        doc = read_document(read_text(req.fixture), req.fixture)
-        return doc["fixture"], req.fixture, True, doc if doc.get("tensors") else None
-    at_terminal = sys.stdin is None or sys.stdin.isatty()
-    if req.document or not at_terminal:
-        path = req.document or "-"
-        text = read_text(path)
-        if not text.strip() and not req.document:
-            if req.inline:
-                return {}, "inline", False, None
-            raise InputError("input", NO_INPUT, "nothing on standard input")
-        where = "<stdin>" if path == "-" else path
-        doc = read_document(text, where)
-        calculator = (
-            bool(doc["tensors"]) and not ({"vocab", "embedding"} & set(doc["fixture"])) and not _refers(doc["fixture"])
-        )
-        return doc["fixture"], "inline" if calculator else where, not calculator, doc
-    if req.inline:
-        return {}, "inline", False, None
-    # nothing given at a terminal: the bundled example, said on stderr (stdout stays the result)
-    sys.stderr.write(f"attncalc: {texts.t('surprises.default_example', name=DEFAULT_EXAMPLE)}\n")
-    return load_example(DEFAULT_EXAMPLE), f"example {DEFAULT_EXAMPLE}", True, None
 
 
 def check_shape(node, value, where: str) -> None:
@@ -260,29 +206,18 @@ def _every_name(fx: Fixture, opts: Options) -> set[str]:
     return set()
 
 
+UNKNOWN_SHOWN = 5
+
+
 def _unknown(kind: str, where: str, names: list[str], known) -> str:
     """The warning about names nobody reads (fixture keys, document tensors), with the nearest known."""
-    near = [m for m in (nearest(n, known) for n in names) if m]
+    shown = names[:UNKNOWN_SHOWN]  # a generate document has hundreds: a count and the first few
+    near = list(dict.fromkeys(m for m in (nearest(n, known) for n in shown) if m))
     hint = texts.t("surprises.did_you_mean", name=", ".join(near)) if near else ""
-    return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=", ".join(names))
-
-
-def _refers(fixture) -> bool:
-    from attncalc.inputs.checkpoints.source import is_reference
-
-    return is_reference(fixture)
-
-
-def _big_file(path: str) -> bool:
-    from attncalc.inputs.checkpoints.source import big_fixture
-
-    return big_fixture(path)
-
-
-def _fixture_reference(path: str) -> dict:
-    from attncalc.inputs.checkpoints.source import fixture_reference
-
-    return fixture_reference(path)
+    listed = ", ".join(shown)
+    if len(names) > len(shown):
+        listed = texts.t("surprises.names_more", names=listed, n=len(names) - len(shown))
+    return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=listed)
 
 
 def deepest_stage(raw: dict) -> str:
@@ -291,29 +226,22 @@ def deepest_stage(raw: dict) -> str:
 
 
 def open_session(req: Request) -> Session:
-    opened = None  # the checkpoint readers are imported only for a model, a fixture file or a document
-    if (req.model, req.text, req.ids) != (None, None, None):
-        from attncalc.inputs.checkpoints.source import model_input
-
-        opened = model_input(req.model, req.text, req.ids)
-    if opened and (req.example or req.fixture or req.document or req.data is not None):
-        raise InputError("--model", "one input (--model, --example, --fixture or a document)", "more than one")
-    raw, source, strict, doc = (opened[0], opened[1], True, None) if opened else _source(req)
-    reference = opened[2] if opened else None
-    big_file = not opened and req.fixture and _big_file(req.fixture)  # named by a reference, not copied
-    if doc and _refers(doc["fixture"]):
-        from attncalc.inputs.checkpoints.source import from_reference
-
-        raw, _, reference = from_reference(doc["fixture"], source)
+    got = read_input(req)
+    raw, source, strict, doc = got.fixture, got.source, got.strict, got.document
+    reference = got.reference  # a model's files (or a big fixture file) the fixture stands for
     if req.stage is None:
         req = replace(req, stage=deepest_stage(raw))
     doc_options = dict(doc.get("options") or {}) if doc else {}
+    check_document_options(doc_options, source or "document")
     block = req.block or doc_options.get("block")
     path = stage_block(Fixture(raw, strict=False), block) if isinstance(raw, dict) else "attention"
     for opt, text in req.inline.items():
         if opt in WEIGHT_OPTIONS:
             req.sets.append(f"{path}.{WEIGHT_OPTIONS[opt]}={json.dumps(parse_matrix(text, '--' + opt).tolist())}")
     req.sets += _head_sets(req, raw, path)
+    # what --set changes in a piped document: the fixture before it, to compare (a model's weights are
+    # not copied: everything is computed again from them)
+    unchanged = copy.deepcopy(raw) if doc and doc.get("tensors") and req.sets and not reference else None
     for assignment in req.sets:
         set_field(raw, assignment)
     notes = [_unknown("keys", source, unknown_keys(raw), known_paths())] if strict and unknown_keys(raw) else []
@@ -345,7 +273,7 @@ def open_session(req: Request) -> Session:
         raw,
         source if source != "inline" else "",
         strict,
-        prefix="fixture." if doc and not (reference or big_file) else "",
+        prefix="fixture." if doc and not got.referred else "",
     )
     opts = Options(
         kind=options.get("kind"), scale=options.get("scale"), block=block, d_k=d_k, layer=options.get("layer")
@@ -359,6 +287,12 @@ def open_session(req: Request) -> Session:
     passthrough = {}
     last = STAGES.index(req.stage)
     stale = _downstream(graph, _changed_by_options(req, doc_options, path)) if doc else set()
+    if doc and req.sets and reference:
+        stale |= set(graph.nodes)
+    if unchanged is not None:
+        stale |= _downstream(
+            graph, changed_by_sets(Fixture(unchanged, fx.source, strict, fx.prefix), graph, req.stage, opts)
+        )
     for name, value in (doc.get("tensors") if doc else {}).items():
         node = graph.nodes.get(name)
         if node is None or not node.shown:
@@ -386,7 +320,7 @@ def open_session(req: Request) -> Session:
         passthrough=passthrough,
         tokens=tokens,
         typed=["--" + k for k in req.inline],
-        reference_of=partial(_fixture_reference, req.fixture) if big_file and not reference else lambda: reference,
+        reference_of=got.reference_of if got.reference is None and got.reference_of else lambda: got.reference,
     )
 
 

@@ -4,6 +4,7 @@ tolerance from the decimals as written."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -103,11 +104,15 @@ def _reject(name):
 def parse_worksheet(text: str, source: str) -> dict[str, Sheet]:
     """A JSON object of tensors, or plain text (`Q =` then rows); a pipe document's tensors too."""
     text = text.lstrip("\ufeff")  # a byte-order mark, as Windows editors save UTF-8
-    body = "\n".join(line.split("#", 1)[0] for line in text.splitlines()).strip()
-    if not body:
+    # the first line with something besides a comment (a 13 MB sheet is not split into lines to find it)
+    first = next((kept for line in io.StringIO(text) if (kept := line.split("#", 1)[0].strip())), "")
+    if not first:
         raise InputError(source, 'a worksheet: {"Q": [[...]], ...} or "Q =" followed by rows', "an empty file")
-    if not body.startswith(("{", "[")):
+    if not first.startswith(("{", "[")):
+        _refuse_early(text, source)
         return _parse_text(text, source)
+    if len(text) > EARLY_JSON:
+        _refuse_early_json(text, source)
     try:
         data = json.loads(text, parse_float=Literal, parse_int=Literal, parse_constant=_reject)
     except json.JSONDecodeError as e:
@@ -125,6 +130,50 @@ def parse_worksheet(text: str, source: str) -> dict[str, Sheet]:
     except RecursionError:
         raise InputError(source, "tensors of at most 3 dimensions", "lists nested too deeply") from None
 
+
+EARLY_LINES = 256  # a long text sheet's first lines are read alone first
+EARLY_JSON = 1 << 20  # characters: a JSON sheet this long has its first rows checked before the full parse
+
+
+def _refuse_early_json(text: str, source: str) -> None:
+    """A bad cell in the first row of a big JSON sheet's tensor is named after a plain parse (C speed), before
+    the parse that keeps every number's text (a Python object per number: 15 s for 11 MB). Anything else,
+    and a number that is not finite (named as written by the full parse), waits for the full parse."""
+    try:
+        data = json.loads(text, parse_int=float, parse_constant=_reject)
+    except (ValueError, RecursionError):
+        return
+    if isinstance(data, dict) and "attncalc" in data and isinstance(data.get("tensors"), dict):
+        data = data["tensors"]
+    for name, value in data.items() if isinstance(data, dict) else ():
+        try:
+            _blocks(value[:1] if isinstance(value, list) else value, f"{source}: {name}")
+        except RecursionError:
+            return
+        except InputError as e:
+            if "finite" not in e.expected:
+                raise
+            return
+
+
+def _refuse_early(text: str, source: str) -> None:
+    """A mistake in a long text sheet's first lines (a bad cell, a row of the wrong length, rows before any
+    header) is named at once, from those lines alone, instead of after tokenizing every line of 13 MB: each
+    of those errors depends only on the lines before it, so the whole sheet has it too. Anything else in
+    the first lines (a head still to come, a header without rows yet) waits for the whole sheet."""
+    end = -1
+    for _ in range(EARLY_LINES):
+        end = text.find("\n", end + 1)
+        if end < 0:
+            return  # a short sheet: read whole at once
+    try:
+        _parse_text(text[:end], source)
+    except InputError as e:
+        if _LINE_ERROR.fullmatch(e.where[len(source) :]):
+            raise
+
+
+_LINE_ERROR = re.compile(r" line \d+|: .*\(line \d+\)")  # where a row's own error is (`_parse_text`, `_rows`)
 
 # A tensor's first line: `Q =` or `Q[1] =` (numbers may follow), or a title as attncalc prints one:
 # `A = softmax(S_masked) per row   [3×3]  head 0`, `enc.0.Q: Q = H·Wq   [3×4]`, `V (given)   [1×2]`.

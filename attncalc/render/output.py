@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attncalc.core.ops import Identity
+from attncalc.core.ops import Identity, Scores
 from attncalc.errors import InputError
 from attncalc.inputs.document import dumps, jsonable, make_document
 from attncalc.inputs.literal import cell_label, parse_cell
@@ -90,16 +90,46 @@ def head_notes(session: Session, values: dict) -> list[str]:
     return out
 
 
+def too_big(total: int, pick: str, estimated: bool = False) -> InputError:
+    """The refusal of a document of `total` numbers (at least that many when `estimated` from shapes)."""
+    found = f"{'at least ' if estimated else ''}{total:,} numbers, about {total * 20 / 1e6:,.0f} MB of JSON"
+    return InputError("-f json", f"at most {HUGE:,} numbers in one document (pick tensors with --only {pick})", found)
+
+
+def numbers_at_least(graph, name: str) -> int:
+    """How many numbers tensor `name` holds at least, known from its labels before anything is computed:
+    rows × columns, × heads for the per-head scores and what is made from them (an op that `reuses_input`
+    has its first input's shape)."""
+    node = graph.nodes[name]
+    while not node.is_leaf and name not in graph.given and getattr(node.op, "reuses_input", False):
+        name = node.inputs[0]
+        node = graph.nodes[name]
+    if name in graph.given:
+        return graph.given[name].size
+    if node.is_leaf:
+        return 0 if node.value is None else np.size(node.value)
+    heads = node.op.h if isinstance(node.op, Scores) else 1
+    return heads * (len(node.rows) if node.rows else 1) * (len(node.cols) if node.cols else 1)
+
+
+def refuse_huge_document(session: Session, only: list[str] | None) -> None:
+    """Before computing: a document of the whole stage that would hold more than HUGE numbers is refused
+    now, not after minutes of work and gigabytes (a 512-token model, a 10,000-token fixture)."""
+    if only or not session.strict:
+        return
+    g = session.graph
+    total = sum(numbers_at_least(g, n) for n in g.shown(session.stage))
+    total += sum(np.size(v) for n, v in session.passthrough.items())
+    if total > HUGE:
+        raise too_big(total, "A,O", estimated=True)
+
+
 def document(session: Session, values: dict, only: list[str] | None) -> dict:
     g = session.graph
     tensors = {**session.passthrough, **values} if not only else {n: values[n] for n in only}
     total = sum(np.size(v) for v in tensors.values())
     if total > HUGE and not only:
-        raise InputError(
-            "-f json",
-            f"at most {HUGE:,} numbers in one document (pick tensors with --only A,O)",
-            f"{total:,} numbers, about {total * 20 / 1e6:,.0f} MB of JSON",
-        )
+        raise too_big(total, "A,O")
     labels = {
         n: {"rows": g.nodes[n].rows, "cols": g.nodes[n].cols}
         for n in tensors

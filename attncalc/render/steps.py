@@ -24,7 +24,8 @@ def shown_tensors(step) -> list[tuple[str, object]]:
     for name, t in step.tensors.items():
         head, _, last = name.rpartition(".")
         if head.endswith(".self") and last in WHAT and f"{name}_rope" not in step.tensors:
-            out.append((head[:-4], WHAT.index(last), f"{name}: {say('gen.what.' + last)}", t))
+            rows = "_rows" if last in ("q", "q_rope") and len(t.rows or ()) > 1 else ""  # a prompt's rows at step 0
+            out.append((head[:-4], WHAT.index(last), f"{name}: {say('gen.what.' + last + rows)}", t))
         elif head.endswith(".cross") and last == "A":
             out.append((head[:-5], len(WHAT), f"{name}: {say('gen.what.cross_A')}", t))
     return [(title, t) for *_, title, t in sorted(out, key=lambda r: r[:2])]
@@ -263,11 +264,27 @@ def notes_text(model, result, precision: int, latex: bool = False) -> str:
 # ---- JSON ----------------------------------------------------------------------------------------
 
 
+def refuse_huge_generation(model, only: list[str] | None) -> None:
+    """Before generating: the encoder's tensors and the first step's (the whole prompt, which every run
+    computes) are the least a generation's document holds; more than HUGE is refused now, not after the
+    run (a 100-token prompt through a 30-layer model is 10 million numbers at step 0 alone)."""
+    from attncalc.decoding import decoder_graph
+    from attncalc.render.output import HUGE, numbers_at_least, too_big
+
+    if only:
+        return
+    first = decoder_graph(model, model.prompt, 0, {})
+    graphs = [first] + ([model.encoder] if model.encoder is not None else [])
+    total = sum(numbers_at_least(g, n) for g in graphs for n in g.shown() if n not in g.given)
+    if total > HUGE:
+        raise too_big(total, "logits,probs", estimated=True)
+
+
 def json_text(session, model, result, only: list[str] | None = None) -> str:
     """One pipe document: the encoder's tensors, every step's under `step.{i}.`, `generated`, `steps`."""
     from attncalc.errors import InputError
     from attncalc.inputs.document import dumps, make_document
-    from attncalc.render.output import HUGE
+    from attncalc.render.output import HUGE, too_big
 
     tensors, labels = {}, {}
 
@@ -295,11 +312,7 @@ def json_text(session, model, result, only: list[str] | None = None) -> str:
         tensors = {k: v for k, v in tensors.items() if (k.split(".", 2)[2] if k.startswith("step.") else k) in only}
     total = sum(v.size for v in tensors.values())
     if total > HUGE:
-        raise InputError(
-            "-f json",
-            f"at most {HUGE:,} numbers in one document (pick tensors with --only logits,probs)",
-            f"{total:,} numbers",
-        )
+        raise too_big(total, "logits,probs")
     st = result.settings
     options = {"strategy": st.strategy, "max_new_tokens": st.max_new_tokens, "kv_cache": st.use_cache}
     if sample:

@@ -8,17 +8,33 @@ import os
 from attncalc.render.text import explanation_text
 from attncalc.render.view import View, cell_text
 
+MIN_WIDTH = 20  # narrower than this, no matrix with its labels can be read: tables are laid out at 20
+
+
+def width() -> int | None:
+    """The width tables are laid out in: $COLUMNS when it is a width, at least MIN_WIDTH. COLUMNS=0 (or
+    -5, or "wide") is no width: the terminal's own, else 80 (Rich, reading COLUMNS=0 itself, would lay
+    out every table empty, and a paragraph would wrap at 0). None: unset, Rich asks the terminal."""
+    text = os.environ.get("COLUMNS")
+    if text is None:
+        return None
+    if text.strip().isdigit() and int(text) > 0:
+        return max(MIN_WIDTH, int(text))
+    import shutil
+
+    return max(MIN_WIDTH, shutil.get_terminal_size().columns)  # ignores a COLUMNS that is no width
+
 
 def console(record: bool = False, stderr: bool = False, truecolor: bool = False):
     """The terminal's console; `truecolor` (a recording for --export) keeps every colour exact."""
     from rich.console import Console
 
-    width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else None
+    width_ = width()
     plain = "NO_COLOR" in os.environ  # no escape codes at all, bold included
     con = Console(
         record=record,
         stderr=stderr,
-        width=width,
+        width=width_,
         no_color=plain or None,
         color_system=None if plain else "truecolor" if truecolor else "auto",
         highlight=False,

@@ -46,13 +46,19 @@ def fmt(x, p: int = 3) -> str:
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
+def scientific(x: float, decimals: int) -> bool:
+    """True when x is written 1.234e−5: non-zero and outside SCIENTIFIC, or so small that `decimals` decimals
+    would show it as 0 (e^(−8) = 3.35e−4 beside 8.8e−5, never 0.000)."""
+    return bool(x) and not max(SCIENTIFIC[0], 0.5 * 10.0**-decimals) <= abs(x) < SCIENTIFIC[1]
+
+
 def number_text(x: float, decimals: int) -> str:
     """x at `decimals` decimals (of the mantissa when scientific), with the minus sign U+2212."""
     if math.isinf(x):
         return "−∞" if x < 0 else "∞"
     if math.isnan(x):
         return "nan"
-    if x and not SCIENTIFIC[0] <= abs(x) < SCIENTIFIC[1]:
+    if scientific(x, decimals):
         mantissa, exponent = f"{x:.{decimals}e}".split("e")
         text = f"{mantissa}e{int(exponent)}"
     else:
@@ -98,7 +104,7 @@ def _recomputes(pairs, q: int, after: int) -> bool:
         x = n.value
         if n.formula or (n.exact and as_written(x) is not None):
             return x
-        if not x or SCIENTIFIC[0] <= abs(x) < SCIENTIFIC[1]:
+        if not scientific(x, q):
             return round(x, q)  # the same correctly rounded decimal that number_text writes
         return _value(_shown(n, q), x)
 

@@ -204,10 +204,12 @@ def fingerprint(path: str) -> dict:
         except ImportError:
             from hashlib import sha256
 
+    from attncalc.inputs.files import open_binary
+
+    f, size = open_binary(path, "weight or fixture")  # a regular file only: /dev/zero has no ends to hash
     try:
-        size = os.path.getsize(path)
-        digest = sha256(str(size).encode())
-        with open(path, "rb") as f:
+        with f:
+            digest = sha256(str(size).encode())
             digest.update(f.read(HASHED))
             if size > HASHED:
                 f.seek(max(HASHED, size - HASHED))

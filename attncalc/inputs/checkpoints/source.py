@@ -68,9 +68,9 @@ def is_reference(fixture) -> bool:
 
 def big_fixture(path: str) -> bool:
     """A fixture file over 1 MB: documents name it (`fixture_reference`) instead of copying it."""
-    import os
+    from attncalc.inputs.files import regular
 
-    return os.path.getsize(path) > BIG_FIXTURE
+    return regular(path, "fixture") > BIG_FIXTURE
 
 
 def fixture_reference(path: str) -> dict:
@@ -89,8 +89,8 @@ def _check_file(saved, where: str) -> str:
         raise InputError(where, "path, size and sha256_ends", describe(saved))
     try:
         now = fingerprint(path)
-    except InputError:
-        raise InputError(where, f"the file {path}", "it is missing or unreadable") from None
+    except InputError as e:  # missing, unreadable, or no regular file (a forged reference to /dev/zero)
+        raise InputError(where, f"the file {path}", e.found) from None
     if now != saved:
         raise InputError(
             where,
@@ -105,10 +105,10 @@ def from_reference(ref: dict, where: str) -> tuple[dict, str, dict]:
     made from."""
     if isinstance(ref.get("file"), dict):
         from attncalc.inputs.document import read_document
-        from attncalc.inputs.session import read_text
+        from attncalc.inputs.files import read_text
 
         path = _check_file(ref["file"], f"{where}: fixture.file")
-        return read_document(read_text(path), path)["fixture"], path, ref
+        return read_document(read_text(path, "fixture"), path)["fixture"], path, ref
     model, ids = ref.get("model") or {}, ref.get("ids")
     if not isinstance(model.get("path"), str) or not isinstance(model.get("files"), list):
         raise InputError(f"{where}: fixture.model", "path and files (a model reference)", describe(model))

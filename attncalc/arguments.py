@@ -1,0 +1,239 @@
+"""What every argument a person gives must be, said once for the command line and the Python API.
+
+The CLI's option coercion (`cli/options.plain_coercion`), its word checks (`cli/app.check_choices`)
+and the API's keywords (`api.load`, `Calculation.check`, `Calculation.generate`) all call `check`
+(or `parse`, for the text an option gets), so `--scale nan` and `load(scale=float("nan"))` are
+refused by the same rule, naming the option (`--scale`) or the keyword (`scale`).
+
+NumPy-free: `--help` and option parsing use it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+from attncalc.core.names import MASK_KINDS
+from attncalc.errors import InputError
+from attncalc.render.formats import one_of
+
+NAMES = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One argument: its type, bounds (`above` is a strict lower bound) and fixed words."""
+
+    kind: type
+    lo: float | None = None
+    hi: float | None = None
+    above: float | None = None
+    choices: tuple[str, ...] | None = None
+    nonempty: bool = False
+    what: str | None = None  # what is expected, in words, where the type alone says too little
+
+    def expected(self) -> str:
+        if self.what:
+            return self.what
+        if self.choices:
+            return one_of(self.choices)
+        if self.above is not None and self.hi is not None:
+            return f"a number in ({self.above:g}, {self.hi:g}]"
+        if self.above is not None:
+            return f"a number > {self.above:g}"
+        if self.lo is not None and self.hi is not None:
+            return f"{NAMES[self.kind]} from {self.lo:g} to {self.hi:g}"
+        if self.lo is not None:
+            return f"{NAMES[self.kind]} of at least {self.lo:g}"
+        return "non-empty text" if self.nonempty else NAMES[self.kind]
+
+
+def _langs() -> tuple[str, ...]:
+    from attncalc.texts import LANGS
+
+    return LANGS
+
+
+ONLY = "tensor names separated by commas, such as A,O"
+RULES = {
+    # the attention block and its input (Request fields)
+    "kind": Rule(str, choices=MASK_KINDS),
+    "scale": Rule(float),
+    "block": Rule(str, nonempty=True, what="a block path such as decoder.layers[0].cross_attention"),
+    "heads": Rule(int, lo=1),
+    "kv_heads": Rule(int, lo=1),
+    "layer": Rule(int, lo=0),
+    "head": Rule(int, lo=0),
+    "example": Rule(str, nonempty=True),
+    "fixture": Rule(str, nonempty=True),
+    "document": Rule(str, nonempty=True),
+    "model": Rule(str, nonempty=True),
+    "text": Rule(str),
+    "ids": Rule(str),
+    # output and checking
+    "precision": Rule(int, lo=0, hi=12),
+    "tol": Rule(float, lo=0, hi=1e15),  # beyond it float64 holds no decimals to compare (and rounds to ∞)
+    "only": Rule(str, nonempty=True, what=ONLY),
+    "export": Rule(str, nonempty=True, what="a file name ending in .html or .svg"),
+    "lang": Rule(str, choices=None),  # filled from texts.LANGS when checked (texts is imported lazily)
+    # generation
+    "max_new_tokens": Rule(int, lo=1),
+    "strategy": Rule(str, choices=("greedy", "sample")),
+    "temperature": Rule(float, above=0),
+    "top_k": Rule(int, lo=0),
+    "top_p": Rule(float, above=0, hi=1),
+    "seed": Rule(int, lo=0),
+    "kv_cache": Rule(bool),
+}
+
+
+def rule(name: str) -> Rule:
+    r = RULES[name]
+    return Rule(str, choices=_langs()) if name == "lang" else r
+
+
+def option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def limits(name: str) -> dict:
+    """Typer's min/max for an option's help (`[x>=1]`), from its rule."""
+    r = RULES[name]
+    return {k: v for k, v in (("min", r.lo), ("max", r.hi)) if v is not None}
+
+
+def names(text: str | None, where: str = "--only") -> list[str] | None:
+    """`--only A,O` as ["A", "O"]; None when not given; no name at all (`--only ''`, `--only ,`) refused."""
+    if text is None:
+        return None
+    listed = [n.strip() for n in text.split(",") if n.strip()]
+    if not listed:
+        raise InputError(where, ONLY, repr(text))
+    return listed
+
+
+def found(value) -> str:
+    if isinstance(value, (str, bool)) or value is None:
+        return repr(value)
+    if isinstance(value, (int, float)):
+        return str(value)
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check(name: str, value, *, cli: bool = False):
+    """`value` if it is what argument `name` must be (NumPy numbers welcome, as plain Python values);
+    else InputError naming the option (`cli`) or the keyword. None (not given) passes."""
+    return _check(rule(name), option(name) if cli else name, value)
+
+
+def check_document_options(options: dict, source: str) -> None:
+    """A pipe document's `options` (kind, scale, block, layer, head) by the same rules as the options
+    that wrote them: a hand-edited `"kind": "weird"` is refused, not echoed on."""
+    for name, value in options.items():
+        if name in RULES:
+            _check(rule(name), f"{source}: options.{name}", value)
+
+
+def parse(name: str, text, *, cli: bool = True):
+    """The value of an option given as text (`--heads 2`, `--kv-cache true`), checked by the same rule."""
+    return _parse(rule(name), option(name) if cli else name, text)
+
+
+def coerce(kind: type, text, where: str, lo=None, hi=None):
+    """An option without a rule of its own: its plain type (and Typer's min/max), the same checks."""
+    return _parse(Rule(kind, lo=lo, hi=hi), where, text)
+
+
+def _check(r: Rule, where: str, value):
+    if value is None:
+        return None
+    bad = InputError(where, r.expected(), found(value))
+    if r.kind is bool:
+        if type(value).__name__ not in ("bool", "bool_"):
+            raise bad
+        return bool(value)
+    if r.kind is str:
+        if not isinstance(value, str) or (r.nonempty and not value.strip()) or (r.choices and value not in r.choices):
+            raise bad
+        return value
+    if isinstance(value, (bool, str)) or type(value).__name__ == "bool_":
+        raise bad
+    if r.kind is int:
+        try:
+            x = operator.index(value)  # int and NumPy integers; not 2.0, not 2.5
+        except TypeError:
+            raise bad from None
+    else:
+        try:
+            x = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise bad from None
+        if not math.isfinite(x):
+            raise bad
+    if (r.lo is not None and x < r.lo) or (r.hi is not None and x > r.hi) or (r.above is not None and x <= r.above):
+        raise bad
+    return x
+
+
+def _parse(r: Rule, where: str, text):
+    if r.kind is str or not isinstance(text, str):
+        return _check(r, where, text)
+    words = text.strip().lower()
+    try:
+        if r.kind is bool:
+            if words not in TRUE + FALSE:
+                raise ValueError
+            value = words in TRUE
+        else:
+            value = r.kind(text)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(where, r.expected(), repr(text)) from None
+    try:
+        return _check(r, where, value)
+    except InputError as e:
+        raise InputError(e.where, e.expected, repr(text)) from None
+
+
+STAGE_BLOCK_WHY = {  # why an option of one attention block means nothing to encoder and decoder
+    "kind": "encoder and decoder mask as the model does: padding in the encoder, causal in the decoder",
+    "block": "the block they show; encoder and decoder run every block",
+    "heads": "encoder and decoder run every layer as the fixture says: --set {stage}.layers[0].self_attention.heads=2 "
+    "changes a layer",
+}
+STAGE_BLOCK_WHY["kv_heads"] = STAGE_BLOCK_WHY["heads"].replace(".heads=2", ".kv_heads=1")
+
+
+def check_stage_options(stage: str | None, given: dict, *, cli: bool = False) -> None:
+    """encoder and decoder run every layer as the fixture says: the options that choose or change the one
+    attention block the stage commands qkv … attend show would change nothing they compute."""
+    if stage not in ("encoder", "decoder"):
+        return
+    for name, why in STAGE_BLOCK_WHY.items():
+        if given.get(name) is not None:
+            where = option(name) if cli else name
+            raise InputError(where, f"a stage command from qkv to attend ({why.format(stage=stage)})", stage)
+
+
+def check_fields(request) -> None:
+    """Every field of a dataclass (the command line's Request) that has a rule, named by its keyword."""
+    import dataclasses
+
+    for f in dataclasses.fields(request):
+        if f.name in RULES:
+            check(f.name, getattr(request, f.name))
+
+
+def check_head(graph, stage: str, head: int, where: str) -> None:
+    """`--head H` draws one head of the per-head tensors: a head the block has, at a stage that has them."""
+    from attncalc.core.names import STAGES
+    from attncalc.core.ops import Scores
+
+    upto = STAGES.index(stage)
+    heads = [n.op.h for n in graph.nodes.values() if isinstance(n.op, Scores) and STAGES.index(n.stage) <= upto]
+    if not heads and where == "--head":  # (a document's head, carried through a pipe, waits for a later stage)
+        raise InputError(where, "a stage with per-head tensors (scores, mask, softmax or attend)", stage)
+    if heads and head >= max(heads):
+        n = max(heads)
+        raise InputError(where, f"a head from 0 to {n - 1} (the block has {n} head{'s' if n > 1 else ''})", str(head))
