@@ -318,7 +318,11 @@ class OneLineUsageError(_UsageError):
 def _one_line(e):
     if isinstance(e, (OneLineUsageError, _NoArgs)):  # bare `attncalc`: its help, which is no error message
         return e
-    short = OneLineUsageError(e.format_message(), e.ctx)
+    message = e.format_message()
+    param = getattr(e, "param", None)
+    if isinstance(e, typer.BadParameter) and getattr(param, "opts", None):  # "--lang: expected …", as elsewhere
+        message = f"{max(param.opts, key=len)}: {e.message}"
+    short = OneLineUsageError(message, e.ctx)
     short.exit_code = e.exit_code
     return short
 

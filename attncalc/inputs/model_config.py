@@ -55,53 +55,70 @@ def read_model_config(path: str) -> dict:
     return read_config(path)
 
 
-def _regular_gguf(path: str) -> None:
-    """A regular file (inputs/files.py): the GGUF reader maps the file, and on a FIFO it waits forever."""
-    from attncalc.inputs.files import regular
+GGUF_REQUIRED = {
+    "block_count": "the number of layers",
+    "embedding_length": "the model's width (d_model)",
+    "attention.head_count": "the number of attention heads",
+}
+INTEGER_KEYS = {k for k in GGUF_KEYS if not k.startswith(("rope.freq", "attention.layer_norm"))}
 
-    regular(path, "GGUF")
 
-
-def _scalar(field, where: str):
-    value = field.contents()
-    if isinstance(value, list):  # per-layer arrays (e.g. head_count_kv): one value when all layers agree
+def _scalar(meta: dict, arch: str, key: str, where: str):
+    """A GGUF hyperparameter as one number: a per-layer array (head_count_kv) when all layers agree; a
+    string or a fraction where a count belongs refused, naming the key."""
+    value = meta[f"{arch}.{key}"]
+    if isinstance(value, list):
         if not value or any(v != value[0] for v in value):
             raise InputError(where, "the same value for every layer", describe(value))
         value = value[0]
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if key in INTEGER_KEYS and not whole:
+        raise InputError(where, "a whole number", describe(value))
+    if not whole and not isinstance(value, float):
+        raise InputError(where, "a number", describe(value))
     return value
 
 
-def gguf_config(path: str) -> dict:
-    """GGUF metadata renamed to config.json keys; tie_word_embeddings from whether output.weight is stored."""
-    _regular_gguf(path)
+def gguf_header(path: str):
+    """The checked header of a GGUF file (inputs/checkpoints/gguf_format.py)."""
     try:
-        import gguf
+        import gguf  # noqa: F401 (its table of ggml types sizes the tensors)
     except ImportError:
         raise InputError(path, "the gguf package to read a GGUF file: " + GGUF_INSTALL, "not installed") from None
-    try:
-        reader = gguf.GGUFReader(path)
-    except (OSError, ValueError) as e:
-        raise InputError(path, "a readable GGUF file", str(e)[:80]) from None
-    fields = reader.fields
-    if "general.architecture" not in fields:
+    from attncalc.inputs.checkpoints.gguf_format import GGUFHeader
+
+    return GGUFHeader(path)
+
+
+def gguf_config(path: str, header=None) -> dict:
+    """GGUF metadata renamed to config.json keys; tie_word_embeddings from whether output.weight is stored."""
+    header = header or gguf_header(path)
+    meta = header.metadata
+    arch = meta.get("general.architecture")
+    if arch is None:
         raise InputError(path, "GGUF metadata with general.architecture", "no such key")
-    arch = fields["general.architecture"].contents()
+    if not isinstance(arch, str):
+        raise InputError(f"{path}: general.architecture", "a string", describe(arch))
     config = {"model_type": arch, "architectures": [f"{arch} (GGUF)"]}
     for key, name in GGUF_KEYS.items():
-        if f"{arch}.{key}" in fields:
-            config[name] = _scalar(fields[f"{arch}.{key}"], f"{path}: {arch}.{key}")
-    if "vocab_size" not in config and "tokenizer.ggml.tokens" in fields:
-        config["vocab_size"] = len(fields["tokenizer.ggml.tokens"].data)
-    scaling = fields.get(f"{arch}.rope.scaling.type")
-    if scaling is not None and scaling.contents() != "none":
-        config["rope_scaling"] = {"rope_type": scaling.contents()}
+        if f"{arch}.{key}" in meta:
+            config[name] = _scalar(meta, arch, key, f"{path}: {arch}.{key}")
+        elif key in GGUF_REQUIRED:
+            raise InputError(f"{path}: {arch}.{key}", f"{GGUF_REQUIRED[key]}, a whole number", "no such key")
+    if "vocab_size" not in config and isinstance(meta.get("tokenizer.ggml.tokens"), list):
+        config["vocab_size"] = len(meta["tokenizer.ggml.tokens"])
+    scaling = meta.get(f"{arch}.rope.scaling.type")
+    if scaling is not None and scaling != "none":
+        if not isinstance(scaling, str):
+            raise InputError(f"{path}: {arch}.rope.scaling.type", "a string such as yarn or linear", describe(scaling))
+        config["rope_scaling"] = {"rope_type": scaling}
         for key, name in (("factor", "factor"), ("original_context_length", "original_max_position_embeddings")):
-            if f"{arch}.rope.scaling.{key}" in fields:
-                config["rope_scaling"][name] = fields[f"{arch}.rope.scaling.{key}"].contents()
-    file_type = fields.get("general.file_type")
-    if file_type is not None and file_type.contents() in GGUF_FILE_TYPES:
-        config["torch_dtype"] = GGUF_FILE_TYPES[file_type.contents()]
-    if reader.tensors:  # llama.cpp ties the output to token_embd when output.weight is absent
-        config["tie_word_embeddings"] = not any(t.name == "output.weight" for t in reader.tensors)
-        config[GGUF_BYTES] = sum(int(t.n_bytes) for t in reader.tensors)  # `cost` reads the weights at these
+            if f"{arch}.rope.scaling.{key}" in meta:
+                config["rope_scaling"][name] = meta[f"{arch}.rope.scaling.{key}"]
+    file_type = meta.get("general.file_type")
+    if isinstance(file_type, int) and file_type in GGUF_FILE_TYPES:
+        config["torch_dtype"] = GGUF_FILE_TYPES[file_type]
+    if header.tensors:  # llama.cpp ties the output to token_embd when output.weight is absent
+        config["tie_word_embeddings"] = "output.weight" not in header.tensors
+        config[GGUF_BYTES] = sum(t.n_bytes for t in header.tensors.values())  # `cost` reads the weights at these
     return config

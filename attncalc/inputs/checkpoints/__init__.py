@@ -8,14 +8,16 @@ names into attncalc's fixture layout; nothing architecture-specific lives anywhe
 
 from __future__ import annotations
 
-import json
 import os
+import re
 from dataclasses import dataclass
 
-from attncalc.errors import MODELS_EXTRA, InputError
+from attncalc.errors import MODELS_EXTRA, InputError, describe
+from attncalc.inputs import files as bounded
 
 PIP = MODELS_EXTRA
 HASHED = 1 << 20  # bytes hashed at each end of a weight file
+REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")  # Hugging Face's owner/name
 
 
 @dataclass
@@ -26,18 +28,25 @@ class Checkpoint:
     tensors: object  # SafetensorsFiles or GGUFFile: names() and get(name) -> Lazy
     tokenizer: object | None  # tokens.TextTokenizer
     gguf_architecture: str | None = None
+    config_source: str = ""  # the file the config was read from (named in messages)
     _weights: dict | None = None
+    _labels: list | None = None
 
-    def fixture(self, ids: list[int]) -> dict:
+    @property
+    def fields(self):
+        from attncalc.inputs.checkpoints.config import Fields
+
+        return Fields(self.config, self.config_source or self.path, self.gguf_architecture)
+
+    def fixture(self, ids: list[int], where: str = "--ids") -> dict:
         """The fixture of this model reading the token ids `ids` (weights unread until used). Every call
         shares the same `Lazy` weights (each read once per process) in a fresh tree of dicts and lists,
-        so `--set` on one fixture never changes another."""
-        if self._weights is None:
-            self._weights = self._map_weights()
+        so `--set` on one fixture never changes another. `where` names where the ids came from."""
         labels = self.labels()
         for k, i in enumerate(ids):
             if not 0 <= i < len(labels):
-                raise InputError(f"--ids[{k}]", f"a token id from 0 to {len(labels) - 1}", str(i))
+                at = f"{where}[{k}]" if where != "--text" else f"--text (token {k} of {self.tokenizer.source})"
+                raise InputError(at, f"a token id from 0 to {len(labels) - 1} (the embedding's rows)", str(i))
         special = {
             role: labels[i]
             for role, i in (("bos", self.config.get("bos_token_id")), ("eos", self.config.get("eos_token_id")))
@@ -50,28 +59,37 @@ class Checkpoint:
         from attncalc.inputs.checkpoints import bert, gpt2, llama
 
         model_type = self.config.get("model_type")
+        fields = self.fields
         if model_type in bert.MODEL_TYPES:
-            raw = bert.fixture(self.config, self.tensors, self.path)
+            raw = bert.fixture(fields, self.tensors)
         elif model_type in llama.MODEL_TYPES:
-            raw = llama.fixture(self.config, self.tensors, self.path, self.gguf_architecture)
+            raw = llama.fixture(fields, self.tensors)
         elif model_type in gpt2.MODEL_TYPES and not self.gguf_architecture:
-            raw = gpt2.fixture(self.config, self.tensors, self.path)
+            raw = gpt2.fixture(fields, self.tensors)
         else:
             supported = ", ".join(bert.MODEL_TYPES + llama.MODEL_TYPES + gpt2.MODEL_TYPES)
             raise InputError(
-                f"{self.path}: model_type", f"an architecture attncalc maps ({supported})", repr(model_type)
+                fields.where("model_type"), f"an architecture attncalc maps ({supported})", repr(model_type)[:40]
             )
-        context = self.config.get("max_position_embeddings")
-        if isinstance(context, int) and context > 0:
+        context = fields.whole("max_position_embeddings", default=None)
+        if context is not None:
             raw.setdefault("max_positions", context)  # generate stops at the model's real context
         return raw
 
     def labels(self) -> list[str]:
-        size = self.config.get("vocab_size") or 0
-        if self.tokenizer is None:
-            return [f"#{i}" for i in range(size)]
-        named = self.tokenizer.labels
-        return named[:size] + [f"#{i}" for i in range(len(named), size)] if size else named
+        """One label per row of the embedding: the ids the model can read. A declared vocab_size is checked
+        against those rows before anything is built for it (a 305-byte config.json may claim 10^9)."""
+        if self._labels is None:
+            if self._weights is None:
+                self._weights = self._map_weights()
+            rows = self._weights["embedding"].shape
+            size = rows[0] if len(rows) == 2 else 0
+            declared = self.fields.whole("vocab_size", default=size)
+            if declared != size or size == 0:
+                what = f"the embedding's rows ({size})" if size else "an embedding with at least one row"
+                raise InputError(self.fields.where("vocab_size"), what, f"{declared:,}")
+            self._labels = self.tokenizer.labels(size) if self.tokenizer else [f"#{i}" for i in range(size)]
+        return self._labels
 
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
@@ -109,16 +127,18 @@ def cache_roots() -> list[str]:
 
 def resolve(spec: str) -> str:
     """A folder or .gguf file: the path itself, or a repo id's newest snapshot in the local cache."""
-    if os.path.exists(spec):
+    if os.path.lexists(spec):
         return spec
     looked = [spec]
-    if spec.count("/") == 1 and not spec.startswith((".", "/")):
+    if REPO_ID.fullmatch(spec):  # letters, digits, "-", "_", "." only: never a pattern or a path
         for root in cache_roots():
             snapshots = os.path.join(root, "models--" + spec.replace("/", "--"), "snapshots")
             looked.append(snapshots)
-            import glob
-
-            found = sorted(glob.glob(os.path.join(snapshots, "*")), key=os.path.getmtime)
+            try:
+                found = [os.path.join(snapshots, name) for name in os.listdir(snapshots)]
+            except OSError:
+                continue
+            found = sorted((p for p in found if os.path.isdir(p)), key=os.path.getmtime)
             if found:
                 return found[-1]
     raise InputError(
@@ -128,15 +148,28 @@ def resolve(spec: str) -> str:
     )
 
 
+def _shard(folder: str, name, where: str) -> str:
+    """A shard the index names: a file name inside the folder (a path out of it, /etc/passwd or ../x, refused)."""
+    if not isinstance(name, str) or not name or os.path.isabs(name) or ".." in name.replace("\\", "/").split("/"):
+        raise InputError(where, "the name of a .safetensors file in the model folder", describe(name))
+    path = os.path.join(folder, name)
+    bounded.regular(path, "checkpoint")
+    return path
+
+
 def _safetensors_files(folder: str) -> list[str]:
     index = os.path.join(folder, "model.safetensors.index.json")
-    if os.path.exists(index):
-        with open(index, encoding="utf-8") as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
-        return [os.path.join(folder, s) for s in shards]
-    import glob
-
-    return sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+    if os.path.lexists(index):
+        data = bounded.read_json(index, "index")
+        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise InputError(f"{index}: weight_map", "an object of tensor name → shard file", describe(weight_map))
+        for name in weight_map.values():
+            if not isinstance(name, str):
+                raise InputError(f"{index}: weight_map", "shard file names", describe(name))
+        return [_shard(folder, name, f"{index}: weight_map") for name in sorted(set(weight_map.values()))]
+    found = sorted(name for name in os.listdir(folder) if name.endswith(".safetensors"))
+    return [_shard(folder, name, folder) for name in found]
 
 
 def open_checkpoint(spec: str) -> Checkpoint:
@@ -146,50 +179,44 @@ def open_checkpoint(spec: str) -> Checkpoint:
     from attncalc.inputs.checkpoints.tensors import GGUFFile, SafetensorsFiles
 
     path = resolve(spec)
-    if os.path.isfile(path) and path.endswith(".gguf"):
+    if path.endswith(".gguf") and not os.path.isdir(path):
         file = GGUFFile(path)
         config, arch = gguf_config(file)
-        return Checkpoint(path, [path], config, file, tokens.from_gguf(file), arch)
+        return Checkpoint(path, [path], config, file, tokens.from_gguf(file), arch, path)
     if not os.path.isdir(path):
+        bounded.regular(path, "model")  # a FIFO, a device or a symlink loop named as such
         raise InputError("--model", "a model folder or a .gguf file", path)
     config_path = os.path.join(path, "config.json")
-    if not os.path.exists(config_path):
+    if not os.path.lexists(config_path):
         raise InputError("--model", f"a config.json in {path}", "no config.json")
-    with open(config_path, encoding="utf-8") as f:
-        config = json.load(f)
+    config = bounded.read_json(config_path, "config")
+    if not isinstance(config, dict):
+        raise InputError(config_path, "a JSON object", type(config).__name__)
     files = _safetensors_files(path)
     if not files:
         raise InputError("--model", f"*.safetensors weights in {path}", "none (pytorch_model.bin is not read)")
-    return Checkpoint(path, files, config, SafetensorsFiles(files), tokens.from_folder(path, config))
+    tensors = SafetensorsFiles(files)
+    return Checkpoint(path, files, config, tensors, tokens.from_folder(path, config), config_source=config_path)
 
 
 def gguf_config(file) -> tuple[dict, str]:
-    """A GGUF's metadata under Hugging Face's config names, and its architecture."""
+    """A GGUF's metadata under Hugging Face's config names (model_config's one renaming), and its architecture."""
     from attncalc.inputs.checkpoints import llama
-    from attncalc.inputs.model_config import GGUF_KEYS
+    from attncalc.inputs.model_config import gguf_config as renamed
 
     arch = file.meta("general.architecture")
-    if arch not in llama.GGUF_ARCHITECTURES:
+    if arch not in llama.GGUF_ARCHITECTURES:  # before its keys: another architecture's keys are not looked for
         raise InputError(
-            f"{file.path}: general.architecture", "one of " + ", ".join(llama.GGUF_ARCHITECTURES), repr(arch)
+            f"{file.path}: general.architecture", "one of " + ", ".join(llama.GGUF_ARCHITECTURES), describe(arch)
         )
-    config = {"model_type": arch, "hidden_act": "silu"}
-    for key, name in GGUF_KEYS.items():
-        value = file.meta(f"{arch}.{key}")
-        if value is not None:
-            config[name] = value
-    kind = file.meta(f"{arch}.rope.scaling.type")
-    if kind not in (None, "none"):
-        config["rope_scaling"] = {"rope_type": kind, "factor": file.meta(f"{arch}.rope.scaling.factor")}
-    if "vocab_size" not in config:  # older files: the vocabulary's length, else the embedding's rows
-        tokens = file.meta("tokenizer.ggml.tokens") or []
-        config["vocab_size"] = len(tokens) or (
-            file.get("token_embd.weight").shape[0] if "token_embd.weight" in file.tensors else 0
-        )
+    config = renamed(file.path, file.header)
+    config["hidden_act"] = "silu"
+    if "vocab_size" not in config and "token_embd.weight" in file.tensors:  # older files: the embedding's rows
+        config["vocab_size"] = file.tensors["token_embd.weight"].shape[0]
     for role in ("bos", "eos"):
         token_id = file.meta(f"tokenizer.ggml.{role}_token_id")
         if token_id is not None:
-            config[f"{role}_token_id"] = int(token_id)
+            config[f"{role}_token_id"] = token_id
     return config, arch
 
 
@@ -204,9 +231,7 @@ def fingerprint(path: str) -> dict:
         except ImportError:
             from hashlib import sha256
 
-    from attncalc.inputs.files import open_binary
-
-    f, size = open_binary(path, "weight or fixture")  # a regular file only: /dev/zero has no ends to hash
+    f, size = bounded.open_binary(path, "weight or fixture")  # a regular file only: /dev/zero has no ends to hash
     try:
         with f:
             digest = sha256(str(size).encode())

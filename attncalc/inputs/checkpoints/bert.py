@@ -7,8 +7,6 @@ nn.Linear stores [out, in]; attncalc multiplies x·W, so every weight is transpo
 
 from __future__ import annotations
 
-from attncalc.errors import InputError
-
 MODEL_TYPES = ("bert",)
 
 
@@ -17,14 +15,10 @@ def _prefix(names) -> str:
     return "bert." if "bert.embeddings.word_embeddings.weight" in names else ""
 
 
-def fixture(config: dict, tensors, where: str) -> dict:
+def fixture(fields, tensors) -> dict:
     """The encoder's fixture fields; weights stay unread `Lazy` objects until a stage needs them."""
-    if config.get("hidden_act", "gelu") != "gelu":
-        raise InputError(
-            f"{where}: hidden_act", "gelu (the exact, erf GELU BertModel uses)", repr(config["hidden_act"])
-        )
-    if config.get("position_embedding_type", "absolute") != "absolute":
-        raise InputError(f"{where}: position_embedding_type", "absolute", repr(config["position_embedding_type"]))
+    fields.choice("hidden_act", "gelu", ("gelu",), " (the exact, erf GELU BertModel uses)")
+    fields.choice("position_embedding_type", "absolute", ("absolute",))
     pre = _prefix(tensors.names())
 
     def weight(name):  # [out, in] → [in, out]
@@ -36,9 +30,10 @@ def fixture(config: dict, tensors, where: str) -> dict:
     def norm(name):
         return {"gamma": vector(name), "beta": vector(name, "bias")}
 
-    heads = config["num_attention_heads"]
+    heads = fields.whole("num_attention_heads")
+    d_model = fields.whole("hidden_size")
     layers = []
-    for i in range(config["num_hidden_layers"]):
+    for i in range(fields.layers(set(tensors.names()), pre + "encoder.layer.{i}.output.LayerNorm.weight")):
         at = f"encoder.layer.{i}.attention"
         attention = {"heads": heads}
         for key, name in (("q", "self.query"), ("k", "self.key"), ("v", "self.value"), ("o", "output.dense")):
@@ -57,9 +52,9 @@ def fixture(config: dict, tensors, where: str) -> dict:
                 "norm2": norm(f"encoder.layer.{i}.output.LayerNorm"),
             }
         )
-    eps = config.get("layer_norm_eps", 1e-12)
+    eps = fields.number("layer_norm_eps", 1e-12)
     return {
-        "d_model": config["hidden_size"],
+        "d_model": d_model,
         "embedding": vector("embeddings.word_embeddings"),
         "position": {"type": "learned", "table": vector("embeddings.position_embeddings")},
         "token_type": {"table": vector("embeddings.token_type_embeddings"), "id": 0},

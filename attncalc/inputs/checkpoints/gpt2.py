@@ -14,22 +14,22 @@ MODEL_TYPES = ("gpt2",)
 GELU_TANH = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")  # transformers' names for the tanh GELU
 
 
-def _refuse_unusual(config: dict, where: str) -> None:
-    act = config.get("activation_function", "gelu_new")
-    if act not in GELU_TANH:
-        raise InputError(f"{where}: activation_function", "gelu_new (the tanh GELU GPT-2 uses)", repr(act))
-    for key in ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"):
-        if config.get(key):
-            raise InputError(f"{where}: {key}", "false (GPT-2 as released)", describe(config[key]))
-    if config.get("scale_attn_weights", True) is not True:
-        raise InputError(f"{where}: scale_attn_weights", "true (scores ÷ √d_k)", describe(config["scale_attn_weights"]))
-
-
-def fixture(config: dict, tensors, where: str) -> dict:
+def fixture(fields, tensors) -> dict:
     """The decoder's fixture fields; weights stay unread `Lazy` objects until a stage needs them."""
-    _refuse_unusual(config, where)
-    pre = "transformer." if "transformer.wte.weight" in set(tensors.names()) else ""
-    d, heads = config["n_embd"], config["n_head"]
+    fields.choice("activation_function", "gelu_new", GELU_TANH, " (the tanh GELU GPT-2 uses)")
+    for key in ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"):
+        if fields.get(key):
+            raise InputError(fields.where(key), "false (GPT-2 as released)", describe(fields.get(key)))
+    if fields.get("scale_attn_weights", True) is not True:
+        raise InputError(
+            fields.where("scale_attn_weights"), "true (scores ÷ √d_k)", describe(fields.get("scale_attn_weights"))
+        )
+    names = set(tensors.names())
+    pre = "transformer." if "transformer.wte.weight" in names else ""
+    d, heads = fields.whole("n_embd"), fields.whole("n_head")
+    count = fields.whole("n_layer")
+    if f"{pre}h.{count - 1}.ln_1.weight" not in names:
+        raise InputError(fields.where("n_layer"), "no more layers than the weights hold", f"{count} (no h.{count - 1})")
 
     def get(name):
         return tensors.get(pre + name)
@@ -40,11 +40,13 @@ def fixture(config: dict, tensors, where: str) -> dict:
     def third(lazy, k: int, shape: tuple):
         """Columns k·d … (k + 1)·d of c_attn: Q, K, V in that order."""
         if lazy.shape[-1] != 3 * d:
-            raise InputError(f"{where}: {lazy.name}", f"{3 * d} columns (Q, K, V of d = {d})", str(lazy.shape[-1]))
+            raise InputError(
+                f"{fields.source}: {lazy.name}", f"{3 * d} columns (Q, K, V of d = {d})", str(lazy.shape[-1])
+            )
         return lazy.then(lambda a: a[..., k * d : (k + 1) * d], shape)
 
     layers = []
-    for i in range(config["n_layer"]):
+    for i in range(count):
         block = f"h.{i}"
         c_attn, c_bias = get(f"{block}.attn.c_attn.weight"), get(f"{block}.attn.c_attn.bias")
         attention = {"heads": heads}
@@ -61,14 +63,15 @@ def fixture(config: dict, tensors, where: str) -> dict:
         layers.append(
             {"self_attention": attention, "norm1": norm(f"{block}.ln_1"), "ffn": ffn, "norm2": norm(f"{block}.ln_2")}
         )
+    context = fields.whole("n_positions", default=None) or fields.whole("n_ctx", default=None)
     return {
+        **({"max_positions": context} if context else {}),
         "d_model": d,
         "embedding": get("wte.weight").widened(),  # tied: every step multiplies by it in full
         "position": {"type": "learned", "table": get("wpe.weight")},
-        "max_positions": config.get("n_positions") or config.get("n_ctx"),
         "decoder": {
             "norm": "layernorm",
-            "eps": config.get("layer_norm_epsilon", 1e-5),
+            "eps": fields.number("layer_norm_epsilon", 1e-5),
             "norm_first": True,
             "activation": "gelu_tanh",
             "layers": layers,

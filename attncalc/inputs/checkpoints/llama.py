@@ -51,28 +51,45 @@ def unpermute(rows, heads: int):
     return rows.reshape(heads, half, 2, *shape[1:]).swapaxes(1, 2).reshape(shape)
 
 
-def rope_position(config: dict) -> dict:
+def rope_position(fields) -> dict:
     """position.*: RoPE with the config's theta and scaling (transformers 5 keeps both in rope_parameters)."""
-    params = dict(config.get("rope_parameters") or {})
-    scaling = dict(config.get("rope_scaling") or {}) or {k: v for k, v in params.items() if k != "rope_theta"}
-    theta = params.get("rope_theta", config.get("rope_theta", 10000.0))
+    params = fields.mapping("rope_parameters")
+    scaling = fields.mapping("rope_scaling") or {k: v for k, v in params.items() if k != "rope_theta"}
+    theta = params.get("rope_theta")
+    if theta is None:
+        theta = fields.number("rope_theta", 10000.0)
+    elif isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
+        raise InputError(fields.where("rope_parameters.rope_theta"), "a number > 0", repr(theta)[:40])
     kind = scaling.get("rope_type", scaling.get("type", "default"))
     position = {"type": "rope", "theta": float(theta), "layout": "half"}
     if kind != "default":
-        scaling.setdefault("max_position_embeddings", config.get("max_position_embeddings"))
+        scaling.setdefault("max_position_embeddings", fields.get("max_position_embeddings"))
         position["scaling"] = {k: v for k, v in scaling.items() if v is not None}
+        _check_scaling(fields, position)
     return position
 
 
-def fixture(config: dict, tensors, where: str, gguf_architecture: str | None = None) -> dict:
+def _check_scaling(fields, position: dict) -> None:
+    """The scaling checked here as the RoPE step will read it, so that a bad one is named as the config
+    names it (rope_scaling.factor of config.json) rather than as the fixture field it becomes."""
+    from attncalc.core.positions import rope_inv_freq
+
+    try:
+        rope_inv_freq(4, position["theta"], position["scaling"])
+    except InputError as e:
+        key = "rope_scaling" + e.where.removeprefix("position.scaling")
+        raise InputError(fields.where(key), e.expected, e.found) from None
+
+
+def fixture(fields, tensors) -> dict:
     """The decoder's fixture fields; weights stay unread `Lazy` objects until a stage needs them."""
-    act = config.get("hidden_act", "silu")
-    if act != "silu":
-        raise InputError(f"{where}: hidden_act", "silu (SwiGLU)", repr(act))
+    fields.choice("hidden_act", "silu", ("silu",), " (SwiGLU)")
+    gguf_architecture = fields.gguf_arch
     names = GGUF if gguf_architecture else HF
     available = set(tensors.names())
-    heads = config["num_attention_heads"]
-    kv_heads = config.get("num_key_value_heads") or heads
+    heads = fields.whole("num_attention_heads")
+    kv_heads = fields.whole("num_key_value_heads", default=heads)
+    d_model = fields.whole("hidden_size")
 
     def linear(key, i, part="weight", heads_of_rows=None):
         name = names[key].format(i=i, part=part)
@@ -84,7 +101,7 @@ def fixture(config: dict, tensors, where: str, gguf_architecture: str | None = N
         return lazy.T if part == "weight" else lazy
 
     layers = []
-    for i in range(config["num_hidden_layers"]):
+    for i in range(fields.layers(available, names["norm1"])):
         attention = {"heads": heads, "kv_heads": kv_heads}
         for key, rows_heads in (("Wq", heads), ("Wk", kv_heads), ("Wv", None), ("Wo", None)):
             attention[key] = linear(key, i, heads_of_rows=rows_heads)
@@ -102,12 +119,12 @@ def fixture(config: dict, tensors, where: str, gguf_architecture: str | None = N
     tied = names["output"] not in available
     embedding = tensors.get(names["embedding"])
     return {
-        "d_model": config["hidden_size"],
+        "d_model": d_model,
         "embedding": embedding.widened() if tied else embedding,
-        "position": rope_position(config),
+        "position": rope_position(fields),
         "decoder": {
             "norm": "rmsnorm",
-            "eps": config.get("rms_norm_eps", 1e-6),
+            "eps": fields.number("rms_norm_eps", 1e-6),
             "norm_first": True,
             "activation": "swiglu",
             "layers": layers,

@@ -47,7 +47,7 @@ def model_input(model: str | None, text: str | None, ids: str | None) -> tuple[d
     token_ids = ckpt.encode(text) if text is not None else parse_ids(ids)
     if not token_ids:
         raise InputError("--text", "text that makes at least one token", describe(text))
-    return ckpt.fixture(token_ids), ckpt.path, reference(ckpt, token_ids)
+    return ckpt.fixture(token_ids, "--text" if text is not None else "--ids"), ckpt.path, reference(ckpt, token_ids)
 
 
 def reference(ckpt, token_ids: list[int]) -> dict:
@@ -117,4 +117,4 @@ def from_reference(ref: dict, where: str) -> tuple[dict, str, dict]:
     for k, saved in enumerate(model["files"]):
         _check_file(saved, f"{where}: fixture.model.files[{k}]")
     ckpt = checkpoint(model["path"])
-    return ckpt.fixture(ids), ckpt.path, reference(ckpt, ids)
+    return ckpt.fixture(ids, f"{where}: fixture.ids"), ckpt.path, reference(ckpt, ids)

@@ -74,61 +74,43 @@ class SafetensorsFiles:
     """Every tensor of one or more .safetensors files (a sharded checkpoint), memory-mapped."""
 
     def __init__(self, paths: list[str]):
-        from safetensors import safe_open
+        from attncalc.inputs.checkpoints.safetensors_format import SafetensorsFile
 
-        self.where: dict[str, str] = {}
-        self._files = {}
+        self.where: dict[str, SafetensorsFile] = {}
         for path in paths:
-            f = safe_open(path, framework="numpy")
-            self._files[path] = f
-            for name in f.keys():
-                self.where[name] = path
+            file = SafetensorsFile(path)
+            for name in file.entries:
+                if name in self.where:
+                    raise InputError(f"{path}: {name}", "each tensor in one shard", f"also in {self.where[name].path}")
+                self.where[name] = file
 
     def names(self) -> list[str]:
         return list(self.where)
 
     def get(self, name: str) -> Lazy:
-        if name not in self.where:
-            raise InputError(f"checkpoint tensor {name}", "a tensor of the checkpoint", "no such tensor")
-        f = self._files[self.where[name]]
-        shape = tuple(f.get_slice(name).get_shape())
-        return Lazy(lambda: f.get_tensor(name), shape, name)
+        file = self.where.get(name)
+        if file is None:
+            shards = sorted({f.path for f in self.where.values()}) or ["the checkpoint"]
+            raise InputError(f"checkpoint tensor {name}", "a tensor of " + ", ".join(shards)[:200], "no such tensor")
+        return Lazy(lambda: file.array(name), file.entries[name].shape, name)
 
 
 GGUF_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K")
 
 
 class GGUFFile:
-    """The tensors and metadata of a .gguf file; each tensor dequantised by `gguf` on first use."""
+    """The tensors and metadata of a .gguf file (its header checked whole); each tensor dequantised by `gguf`
+    on first use."""
 
     def __init__(self, path: str):
-        import gguf
+        from attncalc.inputs.checkpoints.gguf_format import GGUFHeader
 
         self.path = path
-
-        class Reader(gguf.GGUFReader):
-            """GGUFReader over a plain ndarray view of its memory map: slicing an np.memmap runs its
-            __array_finalize__, and the reader slices several times per token of the vocabulary
-            (SmolLM2: 49,152 tokens, 48,900 merges; 9.4–10.4 s against 2.5–4.4 s this way, measured on
-            a busy 2-CPU machine). Still mapped, still lazy."""
-
-            @property
-            def data(self):
-                return self._plain
-
-            @data.setter
-            def data(self, mapped):
-                self._plain, self.mapping = mapped.view(np.ndarray), getattr(mapped, "_mmap", None)
-
-        try:
-            self.reader = Reader(path)
-        except (ValueError, OSError) as e:
-            raise InputError(path, "a GGUF file", str(e)[:80]) from None
-        self.tensors = {t.name: t for t in self.reader.tensors}
+        self.header = GGUFHeader(path)
+        self.tensors = self.header.tensors
 
     def meta(self, key: str, default=None):
-        field = self.reader.fields.get(key)
-        return default if field is None else field.contents()
+        return self.header.metadata.get(key, default)
 
     def names(self) -> list[str]:
         return list(self.tensors)
@@ -139,23 +121,27 @@ class GGUFFile:
         t = self.tensors.get(name)
         if t is None:
             raise InputError(f"{self.path}: {name}", "a tensor of the GGUF file", "no such tensor")
-        kind = t.tensor_type.name
-        if kind not in GGUF_TYPES:
-            raise InputError(f"{self.path}: {name}", "tensor types " + ", ".join(GGUF_TYPES), kind)
-        shape = tuple(int(s) for s in reversed(t.shape))  # GGUF lists dimensions innermost first
+        kind = gguf.GGMLQuantizationType(t.ggml_type)
+        if kind.name not in GGUF_TYPES:
+            raise InputError(f"{self.path}: {name}", "tensor types " + ", ".join(GGUF_TYPES), kind.name)
 
         def read():
-            values = gguf.quants.dequantize(t.data, t.tensor_type).reshape(shape)
-            self._release(t.data_offset, t.n_bytes)
+            floats = {"F32": "<f4", "F16": "<f2"}.get(kind.name)
+            if floats:
+                raw = np.frombuffer(self.header.data, floats, t.n_bytes // int(floats[-1]), t.start).reshape(t.shape)
+            else:
+                byte_shape = gguf.quants.quant_shape_to_byte_shape(t.shape, kind)
+                raw = np.frombuffer(self.header.data, np.uint8, t.n_bytes, t.start).reshape(byte_shape)
+            values = gguf.quants.dequantize(raw, kind).reshape(t.shape)
+            self._release(t.start, t.n_bytes)
             return values
 
-        return Lazy(read, shape, name)
+        return Lazy(read, t.shape, name)
 
     def _release(self, start: int, size: int) -> None:
         """Drop the file pages of a tensor once dequantised (its float64 copy is what is used): they would
         otherwise stay in the resident set, ~90 MB for SmolLM2, on top of the weights."""
-        mapping = self.reader.mapping
-        if mapping is None or not hasattr(mmap, "MADV_DONTNEED"):
+        if not hasattr(mmap, "MADV_DONTNEED"):
             return
         first = start - start % mmap.PAGESIZE  # madvise starts on a page; a neighbour's page is re-read if used
-        mapping.madvise(mmap.MADV_DONTNEED, first, start + size - first)
+        self.header.data.madvise(mmap.MADV_DONTNEED, first, start + size - first)

@@ -8,10 +8,13 @@ character cut in two (a CJK character spread over tokens) as <0xE7>.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 
 from attncalc.errors import InputError
+from attncalc.inputs import files
 
 SHOWN = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
 # How llama.cpp's pre-tokenizer types split text before BPE (None: GPT-2's own ByteLevel regex).
@@ -49,27 +52,79 @@ def readable(token: str, unbyte: dict[str, int] | None) -> str:
     return "".join(SHOWN.get(c, c) for c in token) or token
 
 
-class TextTokenizer:
-    """encode(text) → ids with the model's special tokens; `labels[id]` a unique readable label."""
+@contextlib.contextmanager
+def quiet_stderr():
+    """File descriptor 2 sent to /dev/null: a Rust panic inside `tokenizers` prints its message and (with
+    RUST_BACKTRACE=1) a 256-line backtrace there, past Python's sys.stderr, before Python sees the panic."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 (a closed stderr): nothing to keep quiet
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
-    def __init__(self, tokenizer, byte_level: bool, add_bos: int | None = None, source: str = ""):
-        self.tokenizer, self.add_bos, self.source = tokenizer, add_bos, source
-        by_id = {i: t for t, i in tokenizer.get_vocab(with_added_tokens=True).items()}
-        self.size = max(by_id) + 1 if by_id else 0
-        special = {t.content for t in tokenizer.get_added_tokens_decoder().values() if t.special}
-        unbyte = {c: b for b, c in byte_alphabet().items()} if byte_level else None
-        self.labels, seen = [], set()
-        for i in range(self.size):
+
+def rust(call, where: str, expected: str):
+    """call() inside `tokenizers` (Rust): its errors and panics (pyo3's PanicException is a BaseException)
+    become an InputError naming `where`; the panic's own message stays out of the output."""
+    try:
+        with quiet_stderr():
+            return call()
+    except (KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except Exception as e:  # tokenizers' own errors are one short line: worth showing
+        raise InputError(where, expected, " ".join(str(e).split())[:100] or type(e).__name__) from None
+    except BaseException:
+        raise InputError(where, expected, "the tokenizer library failed on it (a panic inside tokenizers)") from None
+
+
+class TextTokenizer:
+    """encode(text) → ids with the model's special tokens; `labels(size)` a unique readable label per id.
+
+    A tokenizer attncalc cannot run (a SentencePiece GGUF) still labels the ids; `refusal` is raised only
+    when text is to be encoded, so `--ids` works with it."""
+
+    def __init__(
+        self, tokenizer, by_id: dict[int, str], special: set, byte_level: bool, add_bos=None, source="", refusal=None
+    ):
+        self.tokenizer, self.add_bos, self.source, self.refusal = tokenizer, add_bos, source, refusal
+        self.by_id, self.special, self.byte_level = by_id, special, byte_level
+
+    def labels(self, size: int) -> list[str]:
+        """Labels of ids 0 … size−1 (the model's embedding rows): built for those only, whatever ids the
+        tokenizer claims (a vocabulary holding one id of 10^9 must not make 10^9 labels)."""
+        by_id = self.by_id
+        unbyte = {c: b for b, c in byte_alphabet().items()} if self.byte_level else None
+        labels, seen = [], set()
+        for i in range(size):
             token = by_id.get(i, f"<unused {i}>")
-            label = token if token in special else readable(token, unbyte)
+            label = token if token in self.special else readable(token, unbyte)
             if label in seen:  # two tokens that read alike stay apart
                 label = f"{label}#{i}"
             seen.add(label)
-            self.labels.append(label)
+            labels.append(label)
+        return labels
 
     def encode(self, text: str) -> list[int]:
-        ids = self.tokenizer.encode(text, add_special_tokens=True).ids
-        return ([self.add_bos] if self.add_bos is not None else []) + ids
+        if self.refusal is not None:
+            raise self.refusal
+        encoding = rust(
+            lambda: self.tokenizer.encode(text, add_special_tokens=True), self.source, "a tokenizer that reads --text"
+        )
+        return ([self.add_bos] if self.add_bos is not None else []) + encoding.ids
+
+
+def _of(tok, byte_level: bool, source: str, add_bos=None) -> TextTokenizer:
+    vocab = rust(lambda: tok.get_vocab(with_added_tokens=True), source, "a tokenizer")
+    special = {t.content for t in tok.get_added_tokens_decoder().values() if t.special}
+    return TextTokenizer(tok, {i: t for t, i in vocab.items()}, special, byte_level, add_bos, source)
 
 
 def from_folder(folder: str, config: dict) -> TextTokenizer | None:
@@ -77,47 +132,92 @@ def from_folder(folder: str, config: dict) -> TextTokenizer | None:
     from tokenizers import Tokenizer
 
     path = os.path.join(folder, "tokenizer.json")
-    if os.path.exists(path):
-        tok = Tokenizer.from_file(path)
+    if os.path.lexists(path):
+        text = files.read_text(path, "tokenizer")
+        tok = rust(lambda: Tokenizer.from_str(text), path, "a tokenizer.json the tokenizers library reads")
         tok.no_padding()  # a saved tokenizer may pad to 128: a calculation reads the tokens of the text only
         tok.no_truncation()
-        spec = json.loads(tok.to_str())
+        spec = json.loads(text)
         byte_level = "ByteLevel" in json.dumps(spec.get("decoder") or spec.get("pre_tokenizer") or {})
-        return TextTokenizer(tok, byte_level, source=path)
+        return _of(tok, byte_level, path)
     path = os.path.join(folder, "vocab.txt")
-    if os.path.exists(path):
+    if os.path.lexists(path):
         from tokenizers.implementations import BertWordPieceTokenizer
 
-        settings = _json(os.path.join(folder, "tokenizer_config.json"))
-        lower = settings.get("do_lower_case", config.get("do_lower_case", True))
-        return TextTokenizer(BertWordPieceTokenizer(path, lowercase=lower), False, source=path)
+        lines = files.read_text(path, "tokenizer").splitlines()
+        vocab = {}
+        for token in lines:
+            vocab.setdefault(token, len(vocab))
+        if not lines:
+            raise InputError(path, "a WordPiece vocabulary (one token a line)", "an empty file")
+        lower = _lowercase(os.path.join(folder, "tokenizer_config.json"), config)
+        tok = rust(lambda: BertWordPieceTokenizer(vocab, lowercase=lower), path, "a WordPiece vocabulary")
+        return _of(tok, False, path)
     return None
 
 
-def _json(path: str) -> dict:
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def _lowercase(path: str, config: dict) -> bool:
+    """do_lower_case from tokenizer_config.json, else config.json, else True (BERT's uncased default)."""
+    settings = files.read_json(path, "config") if os.path.lexists(path) else {}
+    if not isinstance(settings, dict):
+        raise InputError(path, "a JSON object", type(settings).__name__)
+    lower = settings.get("do_lower_case", config.get("do_lower_case", True))
+    if not isinstance(lower, bool):
+        raise InputError(f"{path}: do_lower_case", "true or false", repr(lower)[:40])
+    return lower
+
+
+def _meta_list(gguf_file, key: str, item: type) -> list:
+    value = gguf_file.meta(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, item) and not isinstance(v, bool) for v in value):
+        raise InputError(f"{gguf_file.path}: {key}", f"a list of {item.__name__}", type(value).__name__)
+    return value
+
+
+def _merges(gguf_file, vocab: dict) -> list[tuple[str, str]]:
+    """tokenizer.ggml.merges as pairs, each of two tokens of the vocabulary whose join is one too (the
+    library panics on any other)."""
+    merges = []
+    for k, merge in enumerate(_meta_list(gguf_file, "tokenizer.ggml.merges", str)):
+        pair = tuple(merge.split(" ", 1))
+        if len(pair) != 2 or not all(p in vocab for p in pair) or "".join(pair) not in vocab:
+            raise InputError(
+                f"{gguf_file.path}: tokenizer.ggml.merges[{k}]",
+                "two tokens whose join is a token too",
+                repr(merge)[:40],
+            )
+        merges.append(pair)
+    return merges
 
 
 def from_gguf(gguf_file) -> TextTokenizer | None:
     """The byte-level BPE a GGUF carries (tokenizer.ggml.model = gpt2): its tokens, merges and special
-    tokens, split as the file's pre-tokenizer type says; None when the file has no such vocabulary."""
+    tokens, split as the file's pre-tokenizer type says; None when the file has no vocabulary. Another kind
+    (SentencePiece's "llama") labels the ids and is refused only for --text."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    kind, tokens = gguf_file.meta("tokenizer.ggml.model"), gguf_file.meta("tokenizer.ggml.tokens")
-    if tokens is None:
+    if gguf_file.meta("tokenizer.ggml.tokens") is None:
         return None
+    tokens = _meta_list(gguf_file, "tokenizer.ggml.tokens", str)
+    vocab = {t: i for i, t in enumerate(tokens)}
+    kind, pre = gguf_file.meta("tokenizer.ggml.model"), gguf_file.meta("tokenizer.ggml.pre", "default")
+    types = _meta_list(gguf_file, "tokenizer.ggml.token_type", int)
+    special = {t for t, k in zip(tokens, types) if k == CONTROL}
+    refusal = None
     if kind != "gpt2":
-        raise InputError(f"{gguf_file.path}: tokenizer.ggml.model", "gpt2 (a byte-level BPE) for --text", repr(kind))
-    pre = gguf_file.meta("tokenizer.ggml.pre", "default")
-    if pre not in GGUF_SPLITS:
-        raise InputError(
+        refusal = InputError(
+            f"{gguf_file.path}: tokenizer.ggml.model", "gpt2 (a byte-level BPE) for --text", repr(kind)
+        )
+    elif pre not in GGUF_SPLITS:
+        refusal = InputError(
             f"{gguf_file.path}: tokenizer.ggml.pre", "one of " + ", ".join(GGUF_SPLITS) + " for --text", repr(pre)
         )
-    merges = [tuple(m.split(" ", 1)) for m in gguf_file.meta("tokenizer.ggml.merges", [])]
-    tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
+    if refusal is not None:
+        return TextTokenizer(
+            None, dict(enumerate(tokens)), special, kind == "gpt2", source=gguf_file.path, refusal=refusal
+        )
+    merges = _merges(gguf_file, vocab)
+    tok = rust(lambda: Tokenizer(models.BPE(vocab=vocab, merges=merges)), gguf_file.path, "a BPE vocabulary")
     split = GGUF_SPLITS[pre]
     tok.pre_tokenizer = (
         pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -130,11 +230,12 @@ def from_gguf(gguf_file) -> TextTokenizer | None:
         )
     )
     tok.decoder = decoders.ByteLevel()
-    types = gguf_file.meta("tokenizer.ggml.token_type", [])
-    tok.add_special_tokens(
-        [AddedToken(t, normalized=False, special=True) for t, k in zip(tokens, types) if k == CONTROL]
-    )
+    tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in tokens if t in special])
     tok.add_tokens([AddedToken(t, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED])
     bos = gguf_file.meta("tokenizer.ggml.bos_token_id")
-    add_bos = bos if gguf_file.meta("tokenizer.ggml.add_bos_token", False) else None
-    return TextTokenizer(tok, True, add_bos, source=gguf_file.path)
+    add_bos = bos if gguf_file.meta("tokenizer.ggml.add_bos_token", False) is True else None
+    if add_bos is not None and not (isinstance(add_bos, int) and 0 <= add_bos < len(tokens)):
+        raise InputError(
+            f"{gguf_file.path}: tokenizer.ggml.bos_token_id", f"a token id from 0 to {len(tokens) - 1}", repr(bos)
+        )
+    return _of(tok, True, gguf_file.path, add_bos)
