@@ -1,5 +1,9 @@
 """The one exception that bad input raises; the CLI turns it into exit 2 and a short message."""
 
+# How to get the `models` extra (safetensors, tokenizers, gguf) that an error asks for: attncalc is not on
+# the package index, so from its clone (pyproject.toml's optional-dependencies).
+MODELS_EXTRA = "pip install '.[models]' in attncalc's clone"
+
 
 class InputError(Exception):
     """Bad input: names where (a file, a JSON path, an option), what was expected, what was found."""

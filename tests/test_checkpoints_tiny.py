@@ -187,7 +187,7 @@ def test_without_the_models_extra_model_exits_2_with_the_pip_command(monkeypatch
     monkeypatch.setitem(sys.modules, "safetensors", None)  # as if not installed: import raises ImportError
     r = cli("qkv", "--model", str(tmp_path), "--ids", "1 2")
     assert r.exit_code == 2
-    assert 'pip install "attncalc[models]"' in r.output and "safetensors" in r.output
+    assert "pip install '.[models]' in attncalc's clone" in r.output and "safetensors" in r.output
 
 
 def test_head_narrows_the_tables_to_one_head(tmp_path, cli):

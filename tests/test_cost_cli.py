@@ -63,7 +63,7 @@ def test_markdown_and_latex(cli):
     assert "| = parameters | 8,030,261,248 |  |" in md
     assert "does not fit" in md and "largest batch that fits is 27" in md
     tex = cli("cost", LLAMA, *RUN, "--gpu", "L4", "-f", "latex").stdout
-    assert r"\begin{tabular}{lrl}" in tex and r"q\_proj" in tex
+    assert r"\begin{tabular}{lrp{0.45\linewidth}}" in tex and r"q\_proj" in tex
 
 
 @pytest.mark.parametrize(

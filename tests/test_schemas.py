@@ -4,6 +4,10 @@ every stage, decoder and generate validate; malformed ones (wrong types, missing
 import importlib.util
 import json
 import math
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,13 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def validator(name: str):
-    """A Draft 2020-12 validator of schema `name` that finds the other two by their relative $id."""
-    loaded = {n: json.loads(schemas.text(n)) for n in schemas.NAMES}
-    registry = referencing.Registry().with_resources(
-        (f"{n}.schema.json", referencing.Resource.from_contents(s)) for n, s in loaded.items()
-    )
-    jsonschema.Draft202012Validator.check_schema(loaded[name])
-    return jsonschema.Draft202012Validator(loaded[name], registry=registry)
+    """A Draft 2020-12 validator of schema `name` as `attncalc schema NAME` prints it, with no other schema to
+    find (an empty registry: a `$ref` outside the one file fails)."""
+    schema = json.loads(schemas.text(name))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema, registry=referencing.Registry())
 
 
 def errors(name: str, instance) -> list[str]:
@@ -119,3 +121,80 @@ def test_schema_command_prints_each_schema_and_names_an_unknown_one(cli):
     bad = cli("schema", "fixtures")
     assert bad.exit_code == 2
     assert bad.stderr.strip() == "attncalc: error: NAME: expected fixture, document or worksheet, found 'fixtures'"
+
+
+def refs(node) -> list[str]:
+    """Every `$ref` in a schema."""
+    if isinstance(node, list):
+        return [r for v in node for r in refs(v)]
+    if not isinstance(node, dict):
+        return []
+    own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+    return own + [r for v in node.values() for r in refs(v)]
+
+
+@pytest.mark.parametrize("name", schemas.NAMES)
+def test_each_printed_schema_stands_alone(cli, name, tmp_path):
+    """`attncalc schema NAME > file`: that one file is the whole schema (every $ref a pointer inside it)."""
+    (tmp_path / "only.schema.json").write_text(cli("schema", name).stdout, encoding="utf-8")
+    schema = json.loads((tmp_path / "only.schema.json").read_text(encoding="utf-8"))
+    assert refs(schema) and all(r.startswith("#") for r in refs(schema))
+    resolver = referencing.Registry().with_resource("", referencing.Resource.from_contents(schema)).resolver()
+    for ref in set(refs(schema)):
+        assert resolver.lookup(ref).contents is not None  # every pointer lands on a schema in the file
+
+
+def test_a_document_and_a_worksheet_validate_against_the_printed_schema_alone(cli, tmp_path):
+    document = doc(cli("mask", "--example", "woaini", "--kind", "causal", "-f", "json"))
+    worksheet = {"S": [[4.0, 4.39, 3.51]], "S_masked": [[2.0, "-inf", "−∞"]], "loss": 0.151}
+    for name, instance in (("document", document), ("worksheet", worksheet), ("worksheet", document)):
+        schema = json.loads(cli("schema", name).stdout)
+        alone = jsonschema.Draft202012Validator(schema, registry=referencing.Registry())
+        assert list(alone.iter_errors(instance)) == []
+        assert list(alone.iter_errors({**document, "tensors": {"A": [[0.3, "high"]]}}))  # and it still judges
+    shipped = jsonschema.Draft202012Validator(schemas.shipped("document"), registry=referencing.Registry())
+    with pytest.raises(referencing.exceptions.Unresolvable):  # as shipped it names fixture.schema.json
+        list(shipped.iter_errors(document))
+
+
+def fixture_block() -> str:
+    blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "docs" / "fixture.md").read_text(encoding="utf-8"), re.S)
+    (block,) = [b for b in blocks if "attncalc schema fixture" in b]
+    return block
+
+
+def validate_where_it_points(copy: Path) -> list[str]:
+    """What an editor does: read the copy's "$schema" as a path from the copy's folder, and validate."""
+    fixture = json.loads(copy.read_text(encoding="utf-8"))
+    schema = json.loads((copy.parent / fixture["$schema"]).read_text(encoding="utf-8"))
+    alone = jsonschema.Draft202012Validator(schema, registry=referencing.Registry())
+    return [e.message for e in alone.iter_errors(fixture)]
+
+
+def test_a_copied_example_validates_where_docs_fixture_md_says(tmp_path):
+    """docs/fixture.md's commands, run from a clone: the copy keeps its "$schema" and the schema sits where it
+    points; a copy beside the schema names "fixture.schema.json" instead (as the page says too)."""
+    (tmp_path / "bin").mkdir()
+    shim = tmp_path / "bin" / "attncalc"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m attncalc "$@"\n')
+    shim.chmod(0o755)
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "attncalc").symlink_to(ROOT / "attncalc")
+    env = {**os.environ, "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
+    subprocess.run(["sh", "-euc", fixture_block()], cwd=clone, env=env, check=True, timeout=120)
+    copies = [p for p in clone.rglob("*.json") if "attncalc" not in p.relative_to(clone).parts[:1]]
+    (copy,) = [p for p in copies if "vocab" in json.loads(p.read_text(encoding="utf-8"))]  # the copy, not the schema
+    assert json.loads(copy.read_text(encoding="utf-8"))["$schema"] == "../schemas/fixture.schema.json"
+    assert (copy.parent / "../schemas/fixture.schema.json").resolve().is_relative_to(clone.resolve())
+    assert validate_where_it_points(copy) == []
+    beside = tmp_path / "beside"
+    beside.mkdir()
+    (beside / "fixture.schema.json").write_text(schemas.text("fixture"), encoding="utf-8")
+    mine = {**load_example("woaini"), "$schema": "fixture.schema.json"}
+    (beside / "mine.json").write_text(json.dumps(mine, ensure_ascii=False), encoding="utf-8")
+    assert validate_where_it_points(beside / "mine.json") == []
+    assert '"$schema": "fixture.schema.json"' in (ROOT / "docs" / "fixture.md").read_text(encoding="utf-8")
+    broken = {**mine, "d_model": "four"}
+    (beside / "mine.json").write_text(json.dumps(broken, ensure_ascii=False), encoding="utf-8")
+    assert validate_where_it_points(beside / "mine.json")  # and a wrong field is flagged

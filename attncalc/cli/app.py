@@ -21,6 +21,7 @@ app = o.App(
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     cls=o.Group,
+    subcommand_metavar="COMMAND [ARGS]",  # Click adds "..." for "any number": no help line ends in "..."
 )
 
 STAGE_HELP = {
@@ -69,12 +70,12 @@ def program() -> NoReturn:
     o.leave(0)
 
 
-def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage"):
+def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage", standalone: bool = False):
     """The options whose words are fixed (formats, mask kinds, languages), each list kept in one place."""
     from attncalc import arguments, texts
     from attncalc.render import formats
 
-    formats.check(fmt, command)
+    formats.check(fmt, command, standalone)
     arguments.check("kind", kind, cli=True)  # the same rules as the Python API's keywords
     arguments.check("lang", lang, cli=True)
     texts.use(lang)  # everything the command says from here on is in this language
@@ -87,6 +88,7 @@ def stage_command(stage: str):
         example: o.Example = None,
         fixture: o.FixturePath = None,
         fmt: o.Format = "auto",
+        standalone: o.Standalone = False,
         precision: o.Precision = 3,
         work: o.Work = None,
         cell: o.Cell = None,
@@ -116,12 +118,13 @@ def stage_command(stage: str):
         debug: o.Debug = False,
     ):
         def run():
-            check_choices(fmt, kind, lang)
+            check_choices(fmt, kind, lang, standalone=standalone)
             from attncalc import arguments
 
             arguments.check_stage_options(stage, ctx.params, cli=True)
             o.quiet_blas_threads(model)
             from attncalc.api import Calculation
+            from attncalc.render import latex
             from attncalc.render.output import drawn_names, emit, refuse_huge_document, resolve_format
 
             req = o.request(ctx, stage)
@@ -146,7 +149,8 @@ def stage_command(stage: str):
                 import sys
 
                 sys.stderr.write(f"attncalc: warning: {message}\n")
-            emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
+            with latex.standalone(standalone):
+                emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
 
         o.guarded(run, debug)
 

@@ -139,18 +139,19 @@ def register(app: typer.Typer) -> None:
         flops: Flops = None,
         memory: Memory = None,
         fmt: o.Format = "auto",
+        standalone: o.Standalone = False,
         lang: o.Lang = None,
         debug: o.Debug = False,
     ):
         """What serving a model costs: parameters, memory, TTFT, TPOT and tokens/s, term by term."""
 
         def run():
-            check_sizing_options(fmt, lang, "cost")
+            check_sizing_options(fmt, lang, "cost", standalone)
             from attncalc.cost import serving_cost
             from attncalc.estimate import parse_efficiency
             from attncalc.hardware import efficiency_of
             from attncalc.inputs.model_config import read_model_config
-            from attncalc.render import cost_view, sizing
+            from attncalc.render import cost_view, latex, sizing
             from attncalc.render.formats import resolve as resolve_format
 
             chosen = pick_hardware(gpu, bandwidth, flops, memory)
@@ -172,6 +173,7 @@ def register(app: typer.Typer) -> None:
                 efficiency=eff,
                 source=config,
             )
-            sizing.emit(cost_view.report(r, cfg, config), r, resolve_format(fmt))
+            with latex.standalone(standalone):
+                sizing.emit(cost_view.report(r, cfg, config), r, resolve_format(fmt))
 
         o.guarded(run, debug)

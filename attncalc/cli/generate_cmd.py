@@ -141,6 +141,7 @@ def register(app) -> None:
         seed: Seed = None,
         kv_cache: KvCache = True,
         fmt: o.Format = "auto",
+        standalone: o.Standalone = False,
         precision: o.Precision = 3,
         only: Only = None,
         lang: o.Lang = None,
@@ -156,7 +157,7 @@ def register(app) -> None:
             from attncalc.errors import InputError
             from attncalc.render.output import resolve_format
 
-            check_choices(fmt, None, lang)
+            check_choices(fmt, None, lang, standalone=standalone)
             o.quiet_blas_threads(model)
             settings = _settings(max_new_tokens, strategy, temperature, top_k, top_p, seed, kv_cache)
             req = o.request(ctx, "embed")
@@ -180,6 +181,9 @@ def register(app) -> None:
             elif kind == "table":
                 render.print_generation(decoder, result, precision)
             else:
-                sys.stdout.write(render.notes_text(decoder, result, precision, latex=kind == "latex") + "\n")
+                from attncalc.render import latex
+
+                with latex.standalone(standalone):
+                    sys.stdout.write(render.notes_text(decoder, result, precision, latex=kind == "latex") + "\n")
 
         o.guarded(run, debug)

@@ -31,13 +31,13 @@ Config = Annotated[
 ]
 
 
-def check_sizing_options(fmt: str, lang: str | None, command: str) -> None:
+def check_sizing_options(fmt: str, lang: str | None, command: str, standalone: bool = False) -> None:
     """--format and --lang of the sizing commands (kvcache, cost); sets the language."""
     from attncalc import texts
     from attncalc.errors import InputError
     from attncalc.render import formats
 
-    formats.check(fmt, command)
+    formats.check(fmt, command, standalone)
     if lang is not None and lang not in texts.LANGS:
         raise InputError("--lang", " or ".join(texts.LANGS), repr(lang))
     texts.use(lang)
@@ -51,20 +51,22 @@ def register(app: typer.Typer) -> None:
         batch: Batch = 1,
         dtype: Dtype = None,
         fmt: o.Format = "auto",
+        standalone: o.Standalone = False,
         lang: o.Lang = None,
         debug: o.Debug = False,
     ):
         """Shapes and KV-cache size of a real model from its config.json, term by term."""
 
         def run():
-            check_sizing_options(fmt, lang, "kvcache")
+            check_sizing_options(fmt, lang, "kvcache", standalone)
             from attncalc.inputs.model_config import read_model_config
             from attncalc.kvcache import kv_cache
-            from attncalc.render import kvcache_view, sizing
+            from attncalc.render import kvcache_view, latex, sizing
             from attncalc.render.formats import resolve as resolve_format
 
             cfg = read_model_config(config)
             r = kv_cache(cfg, tokens, batch, dtype, source=config)
-            sizing.emit(kvcache_view.report(r, cfg, config), r, resolve_format(fmt))
+            with latex.standalone(standalone):
+                sizing.emit(kvcache_view.report(r, cfg, config), r, resolve_format(fmt))
 
         o.guarded(run, debug)

@@ -10,6 +10,7 @@ import typer
 
 from attncalc import arguments, texts
 from attncalc.core.names import MASK_KINDS
+from attncalc.errors import MODELS_EXTRA
 from attncalc.inputs.examples import example_names
 from attncalc.render import formats
 
@@ -39,6 +40,14 @@ def format_option(command: str = "stage"):
 
 
 Format = format_option("stage")
+Standalone = Annotated[
+    bool,
+    typer.Option(
+        "--standalone",
+        help="With -f latex: a whole document XeLaTeX compiles (amsmath, xeCJK), not a fragment.",
+        rich_help_panel=OUTPUT,
+    ),
+]
 Precision = Annotated[
     int,
     typer.Option(
@@ -69,7 +78,7 @@ KvHeads = optional(
 Set = optional(
     "--set", help="Change a fixture field: KEY=VALUE (position.type=rope). Repeatable.", panel=MODEL, kind=list[str]
 )
-CHECKPOINT = 'Real model (pip install "attncalc[models]")'
+CHECKPOINT = f"Real model ({MODELS_EXTRA})"
 ModelPath = optional(
     "--model", help="A Hugging Face model folder, a .gguf file, or a repo id in the local HF cache.", panel=CHECKPOINT
 )
@@ -334,6 +343,14 @@ class Group(typer.core.TyperGroup):
             return super().invoke(ctx)
         except _UsageError as e:
             raise _one_line(e) from None
+
+    def format_commands(self, ctx, formatter):
+        """Each command's first sentence whole, wrapped: Click cuts it at the line's width with "..."."""
+        commands = [(name, self.get_command(ctx, name)) for name in self.list_commands(ctx)]
+        rows = [(name, cmd.get_short_help_str(limit=1 << 20)) for name, cmd in commands if cmd and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def listed(info):

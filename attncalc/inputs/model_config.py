@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 
-from attncalc.errors import InputError, describe
+from attncalc.errors import MODELS_EXTRA, InputError, describe
 
-GGUF_INSTALL = "pip install 'attncalc[models]' (the gguf package)"
+GGUF_INSTALL = MODELS_EXTRA + " (the gguf package)"
 GGUF_KEYS = {  # GGUF key (after "{arch}.") -> config.json key; kvcache, cost and checkpoints all read it
     "block_count": "num_hidden_layers",
     "embedding_length": "hidden_size",

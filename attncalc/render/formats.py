@@ -43,14 +43,17 @@ def option_help(command: str = "stage") -> str:
     return "|".join(offered) + auto + "."
 
 
-def check(fmt: str, command: str = "stage") -> None:
-    """`--format` must name a format this command draws (exit 2 naming the option otherwise)."""
+def check(fmt: str, command: str = "stage", standalone: bool = False) -> None:
+    """`--format` must name a format this command draws (exit 2 naming the option otherwise), and
+    `--standalone` comes with `-f latex` (it makes the LaTeX a whole document)."""
     from attncalc.errors import InputError
 
     offered = OFFERED[command]
     if fmt not in offered:
         suffix = "" if offered == EVERY else f" for {command}"
         raise InputError("--format", one_of(offered) + suffix, repr(fmt))
+    if standalone and fmt != "latex":
+        raise InputError("--standalone", "-f latex (it makes the LaTeX a whole document)", f"-f {fmt}")
 
 
 def resolve(fmt: str, command: str = "stage") -> str:

