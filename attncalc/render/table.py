@@ -13,6 +13,10 @@ def console(record: bool = False, stderr: bool = False):
     from rich.console import Console
 
     width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else None
+    if width == 0:  # COLUMNS=0 says nothing (Rich would draw 0 wide): the terminal's width, as shutil reads it
+        import shutil
+
+        width = shutil.get_terminal_size().columns
     plain = "NO_COLOR" in os.environ  # no escape codes at all, bold included
     con = Console(
         record=record,
