@@ -92,6 +92,8 @@ class WalkApp(Asking, App):
         self.helping = False  # the panel shows the keys (`?`)
         self.typed = ""  # the input line's text
         self.verdict: tuple[tuple, str] | None = None  # ((step, grid, cell), what the quiz said of it)
+        self.mounted = None  # the step's widgets being mounted (an AwaitMount)
+        self.opening = False  # show() is placing the cursor of a step just entered
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -157,8 +159,9 @@ class WalkApp(Asking, App):
         widgets = [Prose(*(words(f, indent=2) for f in s.formulas))] if s.formulas else []
         widgets += [Prose(w, classes="para") for w in s.why]
         self.grids = []
+        made = sorted(s.tensors, key=lambda name: name != s.main)  # the worked tensor first, under the why
         for section, names, role in (
-            ("", s.tensors, "tensor"),
+            ("", made, "tensor"),
             ("inputs", s.inputs, "input"),
             ("weights", s.weights, "weight"),
         ):
@@ -168,9 +171,10 @@ class WalkApp(Asking, App):
             widgets += self.grid_widgets(on_step)
         widgets += self.grid_widgets([Matrix(v.title, v, 2, role="ready") for v in s.views])
         widgets += [Prose(words(line, "bold"), classes="title") for line in s.lines]
-        body.mount_all(widgets)
+        self.mounted = body.mount_all(widgets)
         body.scroll_home(animate=False)
         quiz = self.quiz and k not in self.asked and s.quiz is not None
+        self.opening = True  # the body stays at its top: the cursor shows when it fits under the why
         if old is not None and old[0] < len(self.grids):
             self.current, where = old
             self.place(where)
@@ -179,6 +183,7 @@ class WalkApp(Asking, App):
         else:
             self.current = next((n for n, g in enumerate(self.grids) if g.matrix.name == s.main), 0)
             self.place(self.grids[self.current].matrix.cell_of(s.example) if self.grids and s.example else None)
+        self.opening = False
         self.update_footer()
 
     def grid_widgets(self, shown: list[Matrix]) -> list:
@@ -203,15 +208,26 @@ class WalkApp(Asking, App):
         self.light(grid.matrix, grid.matrix.index(where))
         if explain:
             self.explain_cursor()
-        self.call_after_refresh(self.scroll_to_cursor, grid, where)
+        self.call_later(self.scroll_when_laid_out, grid, where, not self.opening)
 
-    def scroll_to_cursor(self, grid: MatrixGrid, where: tuple[int, int]) -> None:
+    async def scroll_when_laid_out(self, grid: MatrixGrid, where: tuple[int, int], down: bool) -> None:
+        """The step's widgets mounted, then laid out at the width they wrap to: only then are the grid's
+        place and the body's height known."""
+        await self.mounted
+        self.call_after_refresh(self.scroll_to_cursor, grid, where, down)
+
+    def scroll_to_cursor(self, grid: MatrixGrid, where: tuple[int, int], down: bool = True) -> None:
         """The grid shows the cursor's column (it scrolls sideways itself, its row labels stay) and the body
-        scrolls as little as it can to show the cursor's row: a step opens at its top when the cell fits."""
+        scrolls as little as it can to show the cursor's row; on a step just entered, never past the start
+        of its explanation (on a short terminal the cursor may then be below it)."""
         grid.follow(where[1])
-        row = grid.matrix.view.rows.index(where[0]) + 1
-        box = grid.virtual_region
-        self.query_one("#body", Body).scroll_to_region(Region(box.x, box.y + row, 1, 1), animate=False)
+        body = self.query_one("#body", Body)
+        row = grid.virtual_region.y + grid.matrix.view.rows.index(where[0]) + 1
+        if down:
+            body.scroll_to_region(Region(0, row, 1, 1), animate=False)
+            return
+        why = [w.virtual_region.y for w in body.query(".para")][:1]  # a step just entered: its explanation
+        body.scroll_to(y=min([max(0, row - body.size.height + 1), *why]), animate=False)  # starts on screen
 
     def light(self, matrix: Matrix, idx: tuple) -> None:
         """Light up the operand cells of the cursor's cell in every matrix on the step."""
