@@ -45,7 +45,7 @@ class WalkApp(Asking, App):
     #header { border-bottom: solid $primary; }
     #body { height: 1fr; overflow-x: hidden; }
     .section { text-style: italic; margin-top: 1; }
-    .para { margin-top: 1; }
+    .para, .note { margin-top: 1; }
     .title { text-style: bold; margin-top: 1; }
     #panel { height: auto; max-height: 45%; border-top: solid $primary; overflow-x: hidden; }
     #ask { display: none; text-style: reverse; }
@@ -171,6 +171,8 @@ class WalkApp(Asking, App):
             widgets += self.grid_widgets(on_step)
         widgets += self.grid_widgets([Matrix(v.title, v, 2, role="ready") for v in s.views])
         widgets += [Prose(words(line, "bold"), classes="title") for line in s.lines]
+        if k + 1 == len(self.walk.screens):  # how the walk ends (an encoder-only model, a fixture's last stage)
+            widgets += [Prose(note, classes="note") for note in self.walk.notes]
         self.mounted = body.mount_all(widgets)
         body.scroll_home(animate=False)
         quiz = self.quiz and k not in self.asked and s.quiz is not None
