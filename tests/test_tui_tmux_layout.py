@@ -171,3 +171,12 @@ def test_a_real_model_walk_titles_every_step_in_words(pane):
             p.send("n")
     shown = p.wait(lambda shown: "encoder-only model" in shown, "how an encoder-only walk ends")
     assert "decoder layer reads" not in shown and "special.bos" not in shown
+
+
+@pytest.mark.parametrize("env", ["COLUMNS=50 LINES=10", "COLUMNS=0"])
+def test_an_exported_columns_does_not_override_the_terminal_size(pane, env):
+    p = pane("--example woaini", size=(100, 30), env=env)
+    shown = p.wait(lambda shown: "▶ 1 Embedding" in shown and "? help · q quit" in shown, "the walk at 100×30")
+    assert len(shown.splitlines()) == 30 and "29 Generation step 2" in shown  # the whole step list, 30 rows
+    p.send("q")
+    assert "EXIT=0" in p.wait(lambda shown: "EXIT=" in shown, "the exit code")
