@@ -415,9 +415,11 @@ def test_a_resize_rewraps_the_panel_and_hides_the_step_list(woaini):
         app.action_next()  # a key between the resize and its redraw: the redraw is of the step now shown
         app.rewrap()
         seen["k"] = app.k
+        await pilot.pause()
+        seen["heights"] = app.query_one("#steps").size.height, app.query_one("#main").size.height
 
     drive(woaini["en"], keys=["j", "9", "enter"], check=check)  # LayerNorm: four long lines
-    assert seen["k"] == 9
+    assert seen["k"] == 9 and seen["heights"] == (39, 39)  # the step list (its border) as tall as the window
     assert not seen["steps"] and max(cell_len(line) for line in seen["lines"]) <= 60
     assert seen["lines"][0] == "enc.0.H1[你, 0] = x̂×γ + β = 1.170×1 + 0 = 1.170"
     assert seen["lines"][1:3] == [
