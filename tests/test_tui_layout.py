@@ -213,3 +213,24 @@ def test_a_real_model_walk_is_titled_in_words_in_both_languages():
         assert walk.notes == [texts.ui("encoder_only", lang, name=MINILM)]
     tiny = open_walk("tinyllama", None, [], "zh")
     assert tiny.screens[2].title == texts.title("prenorm", "zh") and texts.why("prenorm", "zh") in tiny.screens[2].why
+
+
+def test_brackets_scroll_an_arithmetic_taller_than_the_panel(woaini):
+    """At 60×24 the help is taller than the panel (at most 45% of the rows): `]` and `[` scroll it."""
+    seen = {}
+
+    async def check(app, pilot):
+        panel = app.query_one("#panel")
+        await pilot.press("question_mark")
+        await pilot.pause()
+        seen["room"], seen["lines"] = panel.size.height, len(app.panel_text.splitlines())
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        seen["down"] = panel.scroll_y
+        await pilot.press("left_square_bracket")
+        await pilot.pause()
+        seen["up"] = panel.scroll_y
+
+    drive(woaini["en"], size=SMALL, check=check)
+    assert seen["lines"] > seen["room"] and seen["up"] == 0
+    assert seen["down"] == min(seen["room"] - 1, seen["lines"] - seen["room"])  # a page, or to the last line
