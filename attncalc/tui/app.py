@@ -119,8 +119,9 @@ class WalkApp(Asking, App):
     def rewrap(self) -> None:
         """After a resize: the texts rewrap by themselves; the cursor's column is kept in its grid's view
         and the footer's keys fit the new width."""
-        if self.grids and not self.asking:
-            self.place(self.grids[self.current].cursor, explain=not self.helping)
+        grid = self.grids[self.current] if self.grids else None
+        if grid is not None and grid.cursor is not None:
+            grid.follow(grid.cursor[1])
         self.update_footer()
 
     @property
@@ -198,7 +199,7 @@ class WalkApp(Asking, App):
 
     # ---- the cursor -------------------------------------------------------------------------------
 
-    def place(self, where, explain: bool = True) -> None:
+    def place(self, where) -> None:
         """Put the cursor on cell `where` of the current grid (its first shown cell when None)."""
         if not self.grids:
             self.say(*self.walk.screens[self.k].lines)
@@ -208,8 +209,7 @@ class WalkApp(Asking, App):
         for g in self.grids:
             g.cursor = where if g is grid else None
         self.light(grid.matrix, grid.matrix.index(where))
-        if explain:
-            self.explain_cursor()
+        self.explain_cursor()
         self.call_later(self.scroll_when_laid_out, grid, where, not self.opening)
 
     async def scroll_when_laid_out(self, grid: MatrixGrid, where: tuple[int, int], down: bool) -> None:
