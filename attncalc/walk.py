@@ -32,6 +32,9 @@ GROUPS = {
     "X": "embed",
     "PE": "pe",
     "H": "pe",
+    "H_pos": "pe",  # BERT: X + PE, then the token type (TT) and the embedding's own LayerNorm (H)
+    "TT": "token_type",
+    "H_type": "token_type",
     "Q": "qkv",
     "K": "qkv",
     "V": "qkv",
@@ -101,7 +104,7 @@ def group_of(name: str) -> tuple[str, str]:
     if base in ATTENTION:
         return prefix, "weights" if prefix else ATTENTION[base]
     m = re.fullmatch(r"([RHDN])(\d)", base)
-    if m and (prefix or m.group(1) == "N"):  # the stage commands' N1 (pre-norm) too
+    if m and (prefix or m.group(1) == "N"):  # N1 alone: a pre-norm model's norm before the stage block
         return prefix, ("prenorm" if m.group(1) == "N" else "addnorm") + m.group(2)
     return prefix, GROUPS.get(base, base)
 
@@ -161,7 +164,9 @@ def tell(walk: Walk, lang: str) -> Walk:
     walk.screens = make_screens(walk.session, walk.values, lang, lo, hi)
     teach(walk)  # what a bundled example is for (lessons.py)
     walk.notes = []
-    if walk.stopped:
+    if walk.stopped and walk.stopped[0] == "encoder" and encoder_only(walk.session):
+        walk.notes.append(texts.ui("encoder_only", lang, name=walk.name))
+    elif walk.stopped:
         walk.notes.append(stop_note(*walk.stopped, walk.name, lang))
     elif hi == len(STAGES):
         try:
@@ -180,6 +185,11 @@ def tell(walk: Walk, lang: str) -> Walk:
         except InputError as e:
             walk.notes.append(stop_note(STAGES[-1], e, walk.name, lang))
     return walk
+
+
+def encoder_only(session: Session) -> bool:
+    """An encoder and no decoder (BERT, MiniLM): its walk ends, complete, with the encoder's output."""
+    return bool(session.fixture.get("encoder")) and not session.fixture.get("decoder")
 
 
 def stop_note(stage: str, error: InputError, name: str, lang: str) -> str:
@@ -290,6 +300,8 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
         key = "same"
     elif group.startswith("addnorm") and not any(n.about == "norm" for n in nodes):
         key = "add"
+    elif group == "pe" and all(n.about == "norm" for n in nodes):
+        key = "embed_norm"  # BERT's LayerNorm of the summed embeddings, its own screen after the token type
     else:
         key = re.sub(r"\d$", "", group) + ("_only" if group == "input" and "enc_out" not in g.nodes else "")
     heading = texts.title(key, lang)
@@ -350,7 +362,9 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
     for name in names:
         node = g.nodes[name]
         about = node.about
-        if about == "pe" and isinstance(node.op, Identity):
+        if name.rpartition(".")[2] in ("TT", "H_type"):  # BERT's token type: its own why, not the positions'
+            about = {"TT": "token_type", "H_type": "residual_type"}[name.rpartition(".")[2]]
+        elif about == "pe" and isinstance(node.op, Identity):
             about = "pe_" + position
         elif about == "pe" and position == "learned":
             about = "pe_learned"
@@ -360,6 +374,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
             about = name
         elif about == "Z" and isinstance(node.op, Identity):
             about = "Z_no_wo"
+        elif about == "norm" and group == "pe":
+            keys.append("embed_norm")
         if isinstance(node.op, MaskMatrix):
             kinds = [f"mask_{k}" for k in node.op.kind.split("+")]
             if layered:  # the layer's attention repeats the steps above: say only what differs
@@ -391,6 +407,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         keys.append("prenorm")
     if group == "loss" and "enc_out" not in g.nodes:
         keys.append("loss_prompt")
+    if encoder_only(session):  # no decoder reads enc_out
+        keys = ["enc_out_only" if k == "enc_out" else k for k in keys]
     return list(dict.fromkeys(keys))
 
 

@@ -2,12 +2,7 @@
 Every step's title shows in the pinned header as you step through, the panel's arithmetic follows the
 cursor, q leaves with 0 and one line after the app, Ctrl-C with 130. Skipped where tmux is absent."""
 
-import os
 import shutil
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
@@ -15,72 +10,14 @@ pytest.importorskip("textual")
 if shutil.which("tmux") is None:
     pytest.skip("tmux is not installed", allow_module_level=True)
 
+import tmux_pane  # noqa: E402
+from tmux_pane import header_shows  # noqa: E402
+
 from attncalc.walk import open_walk  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+pane = tmux_pane.pane  # the fixture
 Q_CELL = "Q[爱, 0] = 0.8415×0.5 + 1.5403×0 + 0.0100×0.5 + 2.0000×0 = 0.426"
 Q_CELL_1 = "Q[爱, 1] = 0.841×0 + 1.540×0.5 + 0.010×0 + 2.000×0.5 = 1.770"
-
-
-class Pane:
-    """One tmux server of our own (its own socket), one window running the walk."""
-
-    def __init__(self, args: str, size=(100, 40)):
-        self.socket = f"attncalc-test-{os.getpid()}-{time.monotonic_ns()}"
-        env = f"PYTHONPATH={ROOT} LANG=C.UTF-8 TERM=xterm-256color"
-        command = f"cd {ROOT} && env {env} {sys.executable} -m attncalc walk {args}; echo EXIT=$?; sleep 60"
-        self.tmux("new-session", "-d", "-x", str(size[0]), "-y", str(size[1]), command)
-        self.tmux("resize-window", "-x", str(size[0]), "-y", str(size[1]))  # tmux ≥ 2.9 sizes detached windows so
-
-    def tmux(self, *args) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True).stdout
-
-    def send(self, *keys) -> None:
-        self.tmux("send-keys", *keys)
-
-    def text(self) -> str:
-        return self.tmux("capture-pane", "-p")
-
-    def wait(self, test, what: str, timeout: float = 120.0) -> str:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            shown = self.text()
-            if test(shown):
-                return shown
-            time.sleep(0.05)
-        pytest.fail(f"not on screen after {timeout}s: {what}\n{self.text()}")
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
-
-
-@pytest.fixture
-def pane():
-    panes = []
-
-    def start(args, size=(100, 40)):
-        panes.append(Pane(args, size))
-        return panes[-1]
-
-    yield start
-    for p in panes:
-        p.close()
-
-
-def header_shows(step: str, title: str):
-    """True when a line holds `step` and the lines under it, from the same column, start with `title`
-    (a long title wraps: its lines are joined)."""
-
-    def test(shown: str) -> bool:
-        lines = shown.splitlines()
-        for k, line in enumerate(lines[:-1]):
-            if step in line:
-                col = line.index(step)
-                below = " ".join(part[col:].strip() for part in lines[k + 1 : k + 4])
-                return below.startswith(title)
-        return False
-
-    return test
 
 
 def test_every_step_title_in_the_header_and_the_panel_follows_the_cursor(pane):

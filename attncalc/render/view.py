@@ -72,12 +72,16 @@ def views(
             raise InputError("--head", f"a head from 0 to {a2.shape[0] - 1}", str(head))
         heads = visible(a2.shape[0], max_heads) if head is None else [head]
         out = []
-        for h in heads:
+        for k, h in enumerate(heads):
             if h is None:
                 continue
+            caption = say("caption.head", h=h)
+            if k and heads[k - 1] is None:  # the first head after a gap says which heads it skipped
+                skipped = say("caption.heads_skipped", a=heads[k - 2] + 1, b=h - 1, h=a2.shape[0])
+                caption = f"{caption} · {skipped}"
             out.append(
                 View(
-                    f"{title}  {say('caption.head', h=h)}",
+                    f"{title}  {caption}",
                     a2[h],
                     visible(a2.shape[1], max_rows),
                     visible(a2.shape[2], max_cols),

@@ -95,16 +95,29 @@ def _tokens() -> re.Pattern:
     return re.compile(f"[{_CJK}]|\\s+|[^\\s{_CJK}]+")
 
 
+def _cut(word: str, width: int) -> list[str]:
+    """A word wider than `width` cells in pieces that fit (one character per piece at the least)."""
+    from rich.cells import cell_len
+
+    pieces = [""]
+    for ch in word:
+        if pieces[-1] and cell_len(pieces[-1] + ch) > width:
+            pieces.append("")
+        pieces[-1] += ch
+    return pieces
+
+
 def wrap(text: str, width: int) -> list[str]:
     """Lines of at most `width` cells (so Rich never wraps them again), breaking between words and between
     Chinese characters, which Rich's word wrap does not do for Chinese. A closing mark never starts a line
     and an opening mark never ends one: the character before (or the mark) moves down with it."""
     from rich.cells import cell_len
 
+    width = max(1, width)  # COLUMNS=0: a character a line rather than a crash
     lines: list[list[str]] = [[]]
-    pieces = []  # a word wider than a line is cut into pieces that fit
+    pieces = []  # a word wider than a line is cut into pieces that fit, by cells (a wide character is 2)
     for tok in _tokens().findall(text):
-        pieces += [tok[k : k + width] for k in range(0, len(tok), width)] if len(tok) > width else [tok]
+        pieces += _cut(tok, width) if cell_len(tok) > width else [tok]
     for tok in pieces:
         line = lines[-1]
         if tok.isspace():

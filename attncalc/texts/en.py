@@ -407,7 +407,7 @@ TEXTS = {
     "cmp.changed": "max |Δ| = {diff}, {k} of {total} cells changed",
     # tui: the full-screen walk (issue 13)
     "tui.keys": "n next · b back · ←↑↓→ cell · Tab matrix · c cell · j step · l 中文 · ? help · q quit",
-    "tui.help": "n, space or Enter: next step (Enter on a matrix of an earlier step goes to that step) · b: back · arrows: move the cursor; Tab / Shift-Tab: the next matrix; the mouse works too · c: type a cell (爱,0 or K:你,1) · j: jump to a step (a number or a stage name) · l: English / 中文 · q: quit · Ctrl-C: stop",
+    "tui.help": "n, space or Enter: next step (Enter on a matrix of an earlier step goes to that step) · b: back · arrows: move the cursor; Tab / Shift-Tab: the next matrix; the mouse works too · PgUp / PgDn, Home / End: scroll the step · [ / ]: scroll the arithmetic · c: type a cell (爱,0 or K:你,1) · j: jump to a step (a number or a stage name) · l: English / 中文 · ? or Esc: close this help · q: quit · Ctrl-C: stop",
     "tui.cell_prompt": "cell: ROW,COL or TENSOR:ROW,COL, then Enter (Esc cancels)",
     "tui.step_prompt": "step: a number from 1 to {n} or a stage ({stages}), then Enter",
     "tui.quiz_prompt": "Quiz: compute {label} yourself; type your answer and Enter (Enter alone skips).",
@@ -437,4 +437,17 @@ TEXTS = {
     "nb.screen_head": "stage | formulas | why | tensors | weights used | inputs | worked cell | quiz",
     # area apival (issue 19): a long list of unknown names, summarised
     "surprises.names_more": "{names} and {n} more",
+    # area tui: the full-screen walk's keys by state, and real models' steps in words
+    "tui.keys_short": "n/b step · arrows cell · PgUp/PgDn scroll · ? help · q quit",
+    "tui.keys_quiz": "type your answer · Enter checks it (alone: skips) · Esc skips · Ctrl-C stops",
+    "tui.keys_input": "type · Enter goes · Esc cancels · Ctrl-C stops",
+    "tui.keys_help": "? or Esc closes the help · q quit",
+    "title.token_type": "Token type: one more learned row, added to every token",
+    "title.embed_norm": "Embedding LayerNorm: the sum normalised before the first layer",
+    "why.token_type": "BERT adds a third learned vector to each row: the token type (segment) embedding, row 0 of the table T for a single sentence, row 1 for the second sentence of a pair. Here every token has the same type, so the same row of T is added to every row.",
+    "why.residual_type": "H_type = H_pos + TT: the width is still d_model; each row now holds what the token is, where it is and which segment it belongs to.",
+    "why.embed_norm": "Before the first layer, BERT normalises the sum of the three embeddings with a LayerNorm of its own (its own γ and β), so the first layer starts from rows of a steady scale; this H is the input of attention.",
+    "why.enc_out_only": "enc_out, the encoder's output: one context-aware vector per token. An encoder-only model (BERT, MiniLM) ends here: these vectors are what it gives, to a classifier or as a sentence embedding; it has no decoder.",
+    "ui.encoder_only": "{name} is an encoder-only model: the walk ends with the encoder's output, since there is no decoder to generate text.",
+    "caption.heads_skipped": "heads {a}–{b} of {h} not shown",
 }

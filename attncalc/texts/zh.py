@@ -407,7 +407,7 @@ TEXTS = {
     "cmp.changed": "最大 |Δ| = {diff}，{total} 个格子中有 {k} 个变化",
     # tui: the full-screen walk (issue 13)
     "tui.keys": "n 下一步 · b 上一步 · ←↑↓→ 格子 · Tab 矩阵 · c 格子 · j 跳转 · l English · ? 帮助 · q 退出",
-    "tui.help": "n、空格或回车：下一步（光标在前面步骤的矩阵上时，回车跳到算出它的那一步）· b：上一步 · 方向键：移动光标；Tab / Shift-Tab：下一个矩阵；也可以用鼠标 · c：输入一个格子（爱,0 或 K:你,1）· j：跳到某一步（步号或阶段名）· l：English / 中文 · q：退出 · Ctrl-C：中止",
+    "tui.help": "n、空格或回车：下一步（光标在前面步骤的矩阵上时，回车跳到算出它的那一步）· b：上一步 · 方向键：移动光标；Tab / Shift-Tab：下一个矩阵；也可以用鼠标 · PgUp / PgDn、Home / End：滚动这一步 · [ / ]：滚动算式 · c：输入一个格子（爱,0 或 K:你,1）· j：跳到某一步（步号或阶段名）· l：English / 中文 · ? 或 Esc：关闭帮助 · q：退出 · Ctrl-C：中止",
     "tui.cell_prompt": "格子：行,列 或 张量:行,列，然后回车（Esc 取消）",
     "tui.step_prompt": "跳到：1 到 {n} 的步号，或阶段名（{stages}），然后回车",
     "tui.quiz_prompt": "小测验：请自己算出 {label}，输入答案后回车（直接回车跳过）。",
@@ -437,4 +437,17 @@ TEXTS = {
     "nb.screen_head": "阶段 | 公式 | 为什么 | 算出的张量 | 用到的权重 | 输入 | 示例格子 | 小测验",
     # area apival (issue 19): a long list of unknown names, summarised
     "surprises.names_more": "{names} 等另外 {n} 个",
+    # area tui: the full-screen walk's keys by state, and real models' steps in words
+    "tui.keys_short": "n/b 换步 · 方向键 格子 · PgUp/PgDn 滚动 · ? 帮助 · q 退出",
+    "tui.keys_quiz": "输入答案 · 回车判定（直接回车跳过）· Esc 跳过 · Ctrl-C 中止",
+    "tui.keys_input": "输入 · 回车确定 · Esc 取消 · Ctrl-C 中止",
+    "tui.keys_help": "? 或 Esc 关闭帮助 · q 退出",
+    "title.token_type": "词元类型：给每个词元再加上一行学到的向量",
+    "title.embed_norm": "嵌入的 LayerNorm：进入第一层之前先把和归一化",
+    "why.token_type": "BERT 还给每一行加上第三个学到的向量：词元类型（句段）嵌入。单个句子用表 T 的第 0 行，句子对的第二句用第 1 行。这里所有词元的类型相同，所以每一行加上的都是 T 的同一行。",
+    "why.residual_type": "H_type = H_pos + TT：宽度仍是 d_model；每一行现在包含“是哪个词元”“在哪个位置”和“属于哪一句”。",
+    "why.embed_norm": "进入第一层之前，BERT 用一个单独的 LayerNorm（有自己的 γ 和 β）把三个嵌入之和归一化，让第一层从尺度稳定的行开始；这个 H 就是注意力的输入。",
+    "why.enc_out_only": "enc_out，编码器的输出：每个词元一个融合了上下文的向量。只有编码器的模型（BERT、MiniLM）到这里就结束了：它给出的就是这些向量，交给分类器或用作句向量；它没有解码器。",
+    "ui.encoder_only": "{name} 是只有编码器的模型：讲解到编码器的输出为止，因为它没有解码器来生成文本。",
+    "caption.heads_skipped": "第 {a}–{b} 个头未显示（共 {h} 个）",
 }

@@ -1,49 +1,55 @@
 """The full-screen walk: the screens of `attncalc.walk`, one at a time, to explore with a cell cursor.
 
-A step list (hidden below 90 columns), a pinned header (step, title, formulas), a scrolling body (why,
-the inputs from earlier steps, the weights, the tensors made here), a pinned panel with the arithmetic
-of the cell under the cursor (the Expansion every renderer uses) and a footer with the keys. The input
-cells of the highlighted cell (`Graph.operands`) are lit up in the matrices they come from.
+A step list (the current step marked ▶ and highlighted; hidden below 90 columns), a pinned header (step
+and title), a scrolling body (the formulas, why, the tensors made here with the cursor, then the inputs
+from earlier steps and the weights), a pinned panel with the arithmetic of the cell under the cursor (the
+Expansion every renderer uses) and a footer with the keys of the state the walk is in. The input cells
+of the highlighted cell (`Graph.operands`) are lit up in the matrices they come from. Every text is
+wrapped by attncalc by display width (`prose.py`), so none loses a character next to a Chinese one.
 """
 
 from __future__ import annotations
 
-from rich.text import Text
-from textual import events
+import os
+
+from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.geometry import Region
-from textual.widgets import OptionList, Static
+from textual.widgets import OptionList
 
 from attncalc import texts
-from attncalc.errors import InputError
-from attncalc.render.text import expansion_lines, fmt
+from attncalc.tui.asking import Asking
 from attncalc.tui.grid import Matrix, MatrixGrid, matrices
-from attncalc.tui.panel import arithmetic, light_background, wrapped
-from attncalc.walk import cell, label_of, made_by, quiz_cell, tell
+from attncalc.tui.panel import arithmetic, light_background
+from attncalc.tui.prose import Prose, words
+from attncalc.walk import made_by, tell
 
 NARROW = 90  # below this width the step list is hidden
+MARK = "▶"  # the current step in the step list: it shows without colour too
 
 
 class Body(VerticalScroll, can_focus=False):
     """The scrolling part; keys move the cell cursor, so it never takes the focus."""
 
 
-class WalkApp(App):
+class WalkApp(Asking, App):
     CSS = """
     Screen { layout: vertical; }
     #main { height: 1fr; }
-    #steps { width: 30; border: none; border-right: solid $primary; text-wrap: nowrap; text-overflow: ellipsis; }
+    #steps { width: 30; height: 100%; max-height: 100%; border: none; border-right: solid $primary;
+             text-wrap: nowrap; text-overflow: ellipsis; }
+    #steps > .option-list--option-highlighted { background: $primary; color: ansi_bright_white; text-style: bold underline; }
     #right { width: 1fr; }
-    #header { height: auto; max-height: 8; border-bottom: solid $primary; }
-    #body { height: 1fr; overflow-x: auto; }
-    #body Static { width: 100%; }
+    #header { border-bottom: solid $primary; }
+    #body { height: 1fr; overflow-x: hidden; }
     .section { text-style: italic; margin-top: 1; }
+    .para, .note { margin-top: 1; }
     .title { text-style: bold; margin-top: 1; }
-    #panel { height: auto; max-height: 45%; border-top: solid $primary; text-wrap: nowrap; }
-    #ask { display: none; height: 1; text-style: reverse; }
-    #footer { height: auto; dock: bottom; text-style: bold; }
+    #panel { height: auto; max-height: 45%; border-top: solid $primary; overflow-x: hidden; }
+    #ask { display: none; text-style: reverse; }
+    #footer { dock: bottom; text-style: bold; }
     """
     AUTO_FOCUS = None  # nothing takes the keys: they move the cursor and the steps
     # Every binding is a priority one and the input line is read in on_event, so keys act in the order
@@ -59,6 +65,12 @@ class WalkApp(App):
         Binding("down", "move(1, 0)", show=False, priority=True),
         Binding("tab", "matrix(1)", show=False, priority=True),
         Binding("shift+tab", "matrix(-1)", show=False, priority=True),
+        Binding("pageup", "scroll('page_up')", show=False, priority=True),
+        Binding("pagedown", "scroll('page_down')", show=False, priority=True),
+        Binding("home", "scroll('home')", show=False, priority=True),
+        Binding("end", "scroll('end')", show=False, priority=True),
+        Binding("left_square_bracket", "scroll_panel(-1)", show=False, priority=True),
+        Binding("right_square_bracket", "scroll_panel(1)", show=False, priority=True),
         Binding("c", "ask('cell')", show=False, priority=True),
         Binding("j", "ask('step')", show=False, priority=True),
         Binding("l", "language", show=False, priority=True),
@@ -77,19 +89,22 @@ class WalkApp(App):
         self.grids: list[MatrixGrid] = []
         self.current = 0  # index into grids
         self.asking = ""  # "cell", "step" or "quiz": what the input line is for
+        self.helping = False  # the panel shows the keys (`?`)
         self.typed = ""  # the input line's text
-        self.panel_text = ""
         self.verdict: tuple[tuple, str] | None = None  # ((step, grid, cell), what the quiz said of it)
+        self.mounted = None  # the step's widgets being mounted (an AwaitMount)
+        self.opening = False  # show() is placing the cursor of a step just entered
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             yield OptionList(id="steps")
             with Vertical(id="right"):
-                yield Static(id="header")
+                yield Prose(id="header")
                 yield Body(id="body")
-                yield Static(id="panel")
-                yield Static(id="ask")
-        yield Static(id="footer")
+                with VerticalScroll(id="panel", can_focus=False):
+                    yield Prose(id="arithmetic")
+                yield Prose(id="ask")
+        yield Prose(id="footer")
 
     def on_mount(self) -> None:
         self.theme = "ansi-light" if light_background() else "ansi-dark"  # both keep the terminal's background
@@ -102,52 +117,67 @@ class WalkApp(App):
         self.call_after_refresh(self.rewrap)  # when the new size is known
 
     def rewrap(self) -> None:
-        """The step drawn again, cursor kept: its why-texts and arithmetic wrapped to the new width."""
-        if self.grids and not self.asking:
-            self.show(self.k, keep_cursor=True)
+        """After a resize: the texts rewrap by themselves; the cursor's column is kept in its grid's view
+        and the footer's keys fit the new width."""
+        grid = self.grids[self.current] if self.grids else None
+        if grid is not None and grid.cursor is not None:
+            grid.follow(grid.cursor[1])
+        self.update_footer()
 
-    def right_width(self) -> int:
-        """The width of the header, body and panel: the terminal's, less the step list when it shows."""
-        return self.size.width - (31 if self.size.width >= NARROW else 0)
+    @property
+    def panel_text(self) -> str:
+        """What the panel says, as the terminal shows it."""
+        return self.query_one("#arithmetic", Prose).plain
 
     def fill_steps(self) -> None:
         steps = self.query_one("#steps", OptionList)
         steps.clear_options()
-        steps.add_options([f"{k + 1:>2} {s.title}" for k, s in enumerate(self.walk.screens)])
+        steps.add_options([self.step_line(k) for k in range(len(self.walk.screens))])
+
+    def step_line(self, k: int) -> str:
+        return f"{MARK if k == self.k else ' '}{k + 1:>2} {self.walk.screens[k].title}"
+
+    def mark_step(self, old: int, new: int) -> None:
+        steps = self.query_one("#steps", OptionList)
+        if steps.option_count == len(self.walk.screens):
+            for k in {old, new}:
+                steps.replace_option_prompt_at_index(k, self.step_line(k))
+        steps.highlighted = new
 
     # ---- a step -----------------------------------------------------------------------------------
 
     def show(self, k: int, keep_cursor: bool = False) -> None:
-        """Draw step k: header, body, the cursor on the worked cell (or the quiz's cell)."""
+        """Draw step k: its title, formulas and why first, then the tensors made here with the cursor on the
+        worked cell (or the quiz's cell), then their inputs and weights. The body opens at its top."""
         old = (self.current, self.grids[self.current].cursor) if keep_cursor and self.grids else None
-        self.k, s, lang = k, self.walk.screens[k], self.walk.lang
+        before, self.k, s, lang = self.k, k, self.walk.screens[k], self.walk.lang
         self.seen.add(k)
-        self.query_one("#steps", OptionList).highlighted = k
-        head = Text(f"{texts.ui('step', lang, k=k + 1, n=len(self.walk.screens))} · {s.stage}\n", style="bold")
-        head.append(s.title, style="bold")
-        for f in s.formulas:
-            head.append("\n  " + f)
-        self.query_one("#header", Static).update(head)
+        self.mark_step(before, k)
+        step = f"{texts.ui('step', lang, k=k + 1, n=len(self.walk.screens))} · {s.stage}"
+        self.query_one("#header", Prose).set(words(step, "bold"), words(s.title, "bold"))
         body = self.query_one("#body", Body)
         body.remove_children()
-        widgets = [
-            Static(Text("\n".join(texts.wrap(w, self.right_width() - 2)))) for w in s.why
-        ]  # a scrollbar  # breaks Chinese, too
+        widgets = [Prose(*(words(f, indent=2) for f in s.formulas))] if s.formulas else []
+        widgets += [Prose(w, classes="para") for w in s.why]
         self.grids = []
+        made = sorted(s.tensors, key=lambda name: name != s.main)  # the worked tensor first, under the why
         for section, names, role in (
+            ("", made, "tensor"),
             ("inputs", s.inputs, "input"),
             ("weights", s.weights, "weight"),
-            ("", s.tensors, "tensor"),
         ):
             on_step = [m for name in names for m in matrices(self.walk, name, role)]
             if on_step and section:
-                widgets.append(Static(Text(texts.ui(section, lang)), classes="section"))
+                widgets.append(Prose(texts.ui(section, lang), classes="section"))
             widgets += self.grid_widgets(on_step)
         widgets += self.grid_widgets([Matrix(v.title, v, 2, role="ready") for v in s.views])
-        widgets += [Static(Text(line), classes="title") for line in s.lines]
-        body.mount_all(widgets)
+        widgets += [Prose(words(line, "bold"), classes="title") for line in s.lines]
+        if k + 1 == len(self.walk.screens):  # how the walk ends (an encoder-only model, a fixture's last stage)
+            widgets += [Prose(note, classes="note") for note in self.walk.notes]
+        self.mounted = body.mount_all(widgets)
         body.scroll_home(animate=False)
         quiz = self.quiz and k not in self.asked and s.quiz is not None
+        self.opening = True  # the body stays at its top: the cursor shows when it fits under the why
         if old is not None and old[0] < len(self.grids):
             self.current, where = old
             self.place(where)
@@ -156,6 +186,7 @@ class WalkApp(App):
         else:
             self.current = next((n for n, g in enumerate(self.grids) if g.matrix.name == s.main), 0)
             self.place(self.grids[self.current].matrix.cell_of(s.example) if self.grids and s.example else None)
+        self.opening = False
         self.update_footer()
 
     def grid_widgets(self, shown: list[Matrix]) -> list:
@@ -163,7 +194,7 @@ class WalkApp(App):
         for m in shown:
             grid = MatrixGrid(m, self.p)
             self.grids.append(grid)
-            out += [Static(Text(m.view.title), classes="title"), grid]
+            out += [Prose(m.view.title, classes="title"), grid]
         return out
 
     # ---- the cursor -------------------------------------------------------------------------------
@@ -171,7 +202,7 @@ class WalkApp(App):
     def place(self, where) -> None:
         """Put the cursor on cell `where` of the current grid (its first shown cell when None)."""
         if not self.grids:
-            self.say(Text("\n".join(self.walk.screens[self.k].lines)))
+            self.say(*self.walk.screens[self.k].lines)
             return
         grid = self.grids[self.current]
         where = where if where in grid.matrix.cells else grid.matrix.cells[0]
@@ -179,14 +210,26 @@ class WalkApp(App):
             g.cursor = where if g is grid else None
         self.light(grid.matrix, grid.matrix.index(where))
         self.explain_cursor()
-        self.call_after_refresh(self.scroll_to_cursor, grid, where)
+        self.call_later(self.scroll_when_laid_out, grid, where, not self.opening)
 
-    def scroll_to_cursor(self, grid: MatrixGrid, where: tuple[int, int]) -> None:
-        """Scroll the body (down or sideways) so the cursor's cell is in view."""
-        x, w = grid.x_of(where[1])
-        row = grid.matrix.view.rows.index(where[0]) + 1
-        box = grid.virtual_region
-        self.query_one("#body", Body).scroll_to_region(Region(box.x + x, box.y + row, w, 1), animate=False)
+    async def scroll_when_laid_out(self, grid: MatrixGrid, where: tuple[int, int], down: bool) -> None:
+        """The step's widgets mounted, then laid out at the width they wrap to: only then are the grid's
+        place and the body's height known."""
+        await self.mounted
+        self.call_after_refresh(self.scroll_to_cursor, grid, where, down)
+
+    def scroll_to_cursor(self, grid: MatrixGrid, where: tuple[int, int], down: bool = True) -> None:
+        """The grid shows the cursor's column (it scrolls sideways itself, its row labels stay) and the body
+        scrolls as little as it can to show the cursor's row; on a step just entered, never past the start
+        of its explanation (on a short terminal the cursor may then be below it)."""
+        grid.follow(where[1])
+        body = self.query_one("#body", Body)
+        row = grid.virtual_region.y + grid.matrix.view.rows.index(where[0]) + 1
+        if down:
+            body.scroll_to_region(Region(0, row, 1, 1), animate=False)
+            return
+        why = [w.virtual_region.y for w in body.query(".para")][:1]  # a step just entered: its explanation
+        body.scroll_to(y=min([max(0, row - body.size.height + 1), *why]), animate=False)  # starts on screen
 
     def light(self, matrix: Matrix, idx: tuple) -> None:
         """Light up the operand cells of the cursor's cell in every matrix on the step."""
@@ -200,14 +243,18 @@ class WalkApp(App):
         grid = self.grids[self.current]
         if grid.cursor == grid.hidden and self.asking == "quiz":
             return  # the quiz question stays in the panel
-        text = arithmetic(self.walk, grid.matrix, grid.matrix.index(grid.cursor), self.right_width())
+        parts = arithmetic(self.walk, grid.matrix, grid.matrix.index(grid.cursor))
         if self.verdict and self.verdict[0] == (self.k, self.current, grid.cursor):  # above its cell's arithmetic,
-            text = Text(self.verdict[1] + "\n") + text  # also when a resize redraws the step after the answer
-        self.say(text)
+            parts.insert(0, words(self.verdict[1]))  # also when a resize redraws the step after the answer
+        self.say(*parts)
 
-    def say(self, text: Text) -> None:
-        self.panel_text = text.plain
-        self.query_one("#panel", Static).update(text)
+    def say(self, *parts, helping: bool = False) -> None:
+        """Put `parts` (texts or prose parts) in the panel, at its top."""
+        if self.helping != helping:
+            self.helping = helping
+            self.call_later(self.update_footer)
+        self.query_one("#arithmetic", Prose).set(*parts)
+        self.query_one("#panel").scroll_home(animate=False)
 
     def on_matrix_grid_pointed(self, event: MatrixGrid.Pointed) -> None:
         if self.asking == "quiz":
@@ -230,6 +277,15 @@ class WalkApp(App):
         if self.grids and self.asking != "quiz":
             self.current = (self.current + step) % len(self.grids)
             self.place(None)
+
+    def action_scroll(self, where: str) -> None:
+        """PgUp/PgDn/Home/End: the body scrolls; the cursor stays where it is."""
+        body = self.query_one("#body", Body)
+        getattr(body, f"scroll_{where}")(animate=False)
+
+    def action_scroll_panel(self, direction: int) -> None:
+        panel = self.query_one("#panel")
+        panel.scroll_relative(y=direction * max(1, panel.size.height - 1), animate=False)
 
     # ---- steps and keys ---------------------------------------------------------------------------
 
@@ -264,156 +320,36 @@ class WalkApp(App):
         self.show(self.k, keep_cursor=True)
 
     def action_help(self) -> None:
-        self.say(Text(texts.t("tui.help", self.walk.lang).replace(" · ", "\n")))
+        """`?` shows the keys in the panel, one to a line, wrapped between words; `?` again or Esc closes it."""
+        if self.helping:
+            self.close_help()
+            return
+        self.say(*texts.t("tui.help", self.walk.lang).split(" · "), helping=True)
+
+    def close_help(self) -> None:
+        if self.grids:
+            self.explain_cursor()
+        else:
+            self.say(*self.walk.screens[self.k].lines)
 
     def action_leave(self, code: int) -> None:
         self.exit(return_code=code)
 
     def update_footer(self) -> None:
-        lang = self.walk.lang
-        line = texts.t("tui.keys", lang)
+        """The keys of the state the walk is in: the input line's while it is open, the help's, else the
+        walk's (a shorter list when the whole one does not fit on a line); the quiz score."""
+        lang, width = self.walk.lang, self.size.width
+        if self.asking:
+            line = texts.t("tui.keys_quiz" if self.asking == "quiz" else "tui.keys_input", lang)
+        elif self.helping:
+            line = texts.t("tui.keys_help", lang)
+        else:
+            line = texts.t("tui.keys", lang)
+            line = line if cell_len(line) <= width else texts.t("tui.keys_short", lang)
         answered = [ok for ok in self.asked.values() if ok is not None]
         if self.quiz:
             line += " · " + texts.t("tui.quiz_score", lang, right=sum(answered), asked=len(answered))
-        self.query_one("#footer", Static).update(Text(line))
-
-    # ---- the input line: a cell, a step, a quiz answer ----------------------------------------------
-
-    def action_ask(self, what: str) -> None:
-        lang, n = self.walk.lang, len(self.walk.screens)
-        prompt = {
-            "cell": lambda: texts.t("tui.cell_prompt", lang),
-            "step": lambda: texts.t("tui.step_prompt", lang, n=n, stages=", ".join(self.stages())),
-        }[what]()
-        self.open_input(what, prompt)
-
-    def open_input(self, what: str, prompt: str) -> None:
-        self.asking, self.typed = what, ""
-        self.say(Text(prompt))
-        self.query_one("#ask", Static).display = True
-        self.show_typed()
-
-    def show_typed(self) -> None:
-        self.query_one("#ask", Static).update(Text(f"> {self.typed}▏"))
-
-    def close_input(self) -> None:
-        self.asking = ""
-        self.query_one("#ask", Static).display = False
-
-    async def on_event(self, event: events.Event) -> None:
-        """While the input line is open, keys (and a paste) are its text; Ctrl-C still stops."""
-        if self.asking and isinstance(event, events.Paste):
-            self.typed += event.text.replace("\n", " ")
-            self.show_typed()
-        elif self.asking and isinstance(event, events.Key) and not event.is_forwarded and event.key != "ctrl+c":
-            if event.key == "enter":
-                self.submit(self.typed.strip())
-            elif event.key == "escape":
-                self.action_cancel()
-            elif event.key == "backspace":
-                self.typed = self.typed[:-1]
-                self.show_typed()
-            elif event.is_printable and event.character:
-                self.typed += event.character
-                self.show_typed()
-        else:
-            await super().on_event(event)
-
-    def action_cancel(self) -> None:
-        if self.asking == "quiz":
-            self.answer("")
-        elif self.asking:
-            self.close_input()
-            self.explain_cursor()
-
-    def stages(self) -> list[str]:
-        return list(dict.fromkeys(s.stage for s in self.walk.screens))
-
-    def submit(self, text: str) -> None:
-        what = self.asking
-        if what == "quiz":
-            self.answer(text)
-            return
-        self.close_input()
-        try:
-            if what == "cell":
-                self.goto_cell(text)
-            else:
-                self.goto_step(text)
-        except InputError as e:
-            self.say(Text(f"attncalc: {e}"))
-
-    def goto_step(self, text: str) -> None:
-        stages, n = [s.stage for s in self.walk.screens], len(self.walk.screens)
-        if text.isdigit() and 1 <= int(text) <= n:
-            self.show(int(text) - 1)
-        elif text in stages:
-            self.show(stages.index(text))
-        else:
-            raise InputError("j", texts.t("tui.no_step", self.walk.lang, n=n), repr(text))
-
-    def goto_cell(self, text: str) -> None:
-        """`爱,0` on the step's main tensor or `K:你,1`: the cursor goes there when it is on the step."""
-        label, expansion = cell(self.walk, self.walk.screens[self.k], text)
-        name = text.rpartition(":")[0].strip() or self.walk.screens[self.k].main
-        graph = self.walk.session.graph
-        node = graph.node(name)
-        from attncalc.inputs.literal import parse_cell
-
-        idx = parse_cell(text.rpartition(":")[2], node.rows, node.cols, graph.value(name).shape, option="c")
-        for n, g in enumerate(self.grids):
-            where = g.matrix.cell_of(idx) if g.matrix.name == name else None
-            if where is not None:
-                self.current = n
-                self.place(where)
-                return
-        self.say(Text("\n".join(wrapped(label, expansion_lines(expansion, self.p), self.right_width()))))
-
-    # ---- the quiz ---------------------------------------------------------------------------------
-
-    def start_quiz(self, s) -> None:
-        graph = self.walk.session.graph
-        idx = quiz_cell(graph.value(s.quiz).shape)
-        self.current = next(n for n, g in enumerate(self.grids) if g.matrix.name == s.quiz and g.matrix.cell_of(idx))
-        grid = self.grids[self.current]
-        grid.hidden = grid.matrix.cell_of(idx)
-        self.asking = "quiz"
-        self.place(grid.hidden)
-        label = label_of(graph.node(s.quiz), idx)
-        self.open_input("quiz", texts.t("tui.quiz_prompt", self.walk.lang, label=label))
-
-    def answer(self, text: str) -> None:
-        """The verdict on a typed answer (the printed quiz's tolerance: attncalc/tolerance.py), then the arithmetic."""
-        from attncalc.cli.walk_cmd import judge
-        from attncalc.tolerance import answer_tolerance
-
-        grid, lang = self.grids[self.current], self.walk.lang
-        graph, name = self.walk.session.graph, grid.matrix.name
-        idx = grid.matrix.index(grid.hidden)
-        value = float(graph.value(name)[idx])
-        label = label_of(graph.node(name), idx)
-        verdict = judge(text, value, lambda t: answer_tolerance(graph, name, idx, t, self.p)) if text else None
-        if text and verdict is None:
-            self.say(Text(texts.ui("quiz_nan", lang)))
-            return
-        if verdict is None:
-            said = texts.ui("skipped", lang)
-        else:
-            ok, tol = verdict
-            said = texts.ui(
-                "right" if ok else "wrong",
-                lang,
-                label=label,
-                value=fmt(value, self.p),
-                answer=text,
-                tol=float(f"{tol:.2g}"),
-            )
-        self.asked[self.k] = None if verdict is None else verdict[0]
-        grid.hidden = None
-        self.close_input()
-        self.verdict = ((self.k, self.current, grid.cursor), said)
-        self.place(grid.cursor)
-        self.update_footer()
+        self.query_one("#footer", Prose).set(line)
 
     def summary(self) -> str:
         """The line printed after the app ends (the alternate screen leaves nothing behind)."""
@@ -428,10 +364,14 @@ class WalkApp(App):
 def run(walk, quiz: bool) -> int:
     """The full-screen walk; prints the summary line after it and returns the exit code. It lives for as
     long as the learner likes, and Textual's widgets and messages form cycles: the cyclic collector,
-    which the one-shot commands go without (cli.app.program), runs again."""
+    which the one-shot commands go without (cli.app.program), runs again. An exported COLUMNS or LINES
+    (stale after a resize, or 0) would override the terminal's real size, which Textual reads through
+    shutil and follows on every resize: on a terminal the walk takes the terminal's own size."""
     import gc
 
     gc.enable()
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
     app = WalkApp(walk, quiz)
     app.run()
     print(app.summary())

@@ -1,7 +1,8 @@
 """One matrix on the full-screen walk: the shown cells of a view (large tensors summarised as in tables),
 a cursor, the operand cells lit up, a heatmap scaled to the matrix's own range, a quiz cell as `?`.
 
-Without colour every mark still shows: the cursor is `[0.426]` in reverse video, operands are
+Wider than the pane, a grid scrolls sideways itself, by whole columns, and keeps its row labels: `‹` and
+`›` say that columns are off to the left or right. Without colour every mark still shows: the cursor is `[0.426]` in reverse video, operands are
 underlined and bold, so 16-colour terminals and NO_COLOR lose nothing.
 """
 
@@ -79,7 +80,7 @@ def heat_style(x: float, lo: float, hi: float) -> Style | None:
 class MatrixGrid(Widget):
     """Draws a Matrix as a table of fixed-width columns, so a mouse position maps back to a cell."""
 
-    DEFAULT_CSS = "MatrixGrid { width: auto; height: auto; }"
+    DEFAULT_CSS = "MatrixGrid { width: auto; max-width: 100%; height: auto; }"
 
     class Pointed(Message):
         """The mouse is over (or clicked) a cell."""
@@ -94,6 +95,7 @@ class MatrixGrid(Widget):
         self.cursor: tuple[int, int] | None = None
         self.lit: list[tuple] = []  # operand indices (ints and slices) of this tensor
         self.hidden: tuple[int, int] | None = None  # the quiz cell, shown as ?
+        self.first = 0  # the first data column drawn, when the grid is wider than its pane
         v = matrix.view
         self.texts = {c: fmt(float(v.matrix[c]), precision) for c in matrix.cells}
         label_width = max([cell_len(v.row_labels[i]) for i in v.rows if i is not None] + [1])
@@ -114,34 +116,51 @@ class MatrixGrid(Widget):
     def get_content_height(self, container, viewport, width: int) -> int:
         return len(self.matrix.view.rows) + 1
 
-    def x_of(self, col: int) -> tuple[int, int]:
-        """(first column on screen, width) of tensor column `col`."""
-        x = 0
-        for j, w in self.columns:
-            if j == col:
-                return x, w
+    def drawn(self) -> list[tuple[int | None, int, int]]:
+        """(col, width, x on screen) of the data columns that fit the grid's width from `first` on; 2 cells are
+        kept for the `›` when some do not fit."""
+        (_, label_width), *data = self.columns
+        room = self.size.width or self.get_content_width(None, None)
+        if self.first == 0 and self.get_content_width(None, None) <= room:
+            room += 2  # everything fits: no mark needed
+        out, x = [], label_width + 1
+        for j, w in data[self.first :]:
+            if out and x + w + 2 > room:
+                break
+            out.append((j, w, x))
             x += w + 1
-        return 0, 0
+        return out
+
+    def follow(self, col: int) -> None:
+        """Scroll sideways (if need be) so that tensor column `col` is drawn."""
+        data = [j for j, _ in self.columns[1:]]
+        k = data.index(col)
+        self.first = min(self.first, k)
+        while self.first < k and col not in [j for j, _, _ in self.drawn()]:
+            self.first += 1
+        self.refresh()
+
+    def x_of(self, col: int) -> tuple[int, int]:
+        """(first column on screen, width) of tensor column `col` (0, 0 when it is scrolled out of view)."""
+        return next(((x, w) for j, w, x in self.drawn() if j == col), (0, 0))
 
     def cell_at(self, x: int, y: int) -> tuple[int, int] | None:
         rows = self.matrix.view.rows
         if not 1 <= y <= len(rows) or rows[y - 1] is None:
             return None
-        left = 0
-        for j, w in self.columns:
-            if j is not None and left <= x < left + w:
-                return rows[y - 1], j
-            left += w + 1
-        return None
+        return next(((rows[y - 1], j) for j, w, left in self.drawn() if j is not None and left <= x < left + w), None)
 
     def render(self) -> Text:
         v = self.matrix.view
         out = Text(no_wrap=True, end="")
-        (_, label_width), *data = self.columns
-        out.append(" " * label_width)
+        label_width = self.columns[0][1]
+        data = [(j, w) for j, w, _ in self.drawn()]
+        more = len(data) + self.first < len(self.columns) - 1  # columns off to the right
+        out.append(("‹" if self.first else "").ljust(label_width), style="bold")
         for j, w in data:
             label = "…" if j is None else v.col_labels[j]
             out.append(" " * (w - cell_len(label)) + label + " ", style="bold")  # cells, not characters: 我 is 2
+        out.append(" ›" if more else "", style="bold")
         for i in v.rows:
             out.append("\n")
             label = "⋮" if i is None else v.row_labels[i]

@@ -1,5 +1,5 @@
 """The panel of the full-screen walk: the arithmetic of the cell under the cursor (the Expansion every
-renderer uses, as `render/text.py` writes it), wrapped at operators to the panel's width."""
+renderer uses, as `render/text.py` writes it), wrapped at operators to the panel's width when drawn."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from attncalc import texts
 from attncalc.render.text import expansion_lines, fmt
 from attncalc.texts import wrap
 from attncalc.tui.grid import Matrix
+from attncalc.tui.prose import Part, words
 from attncalc.walk import Walk, label_of, made_by
 
 OPERATORS = {"+", "−", "-", "=", "/", "×", "·"}
@@ -51,20 +52,24 @@ def wrapped(label: str, lines: list[str], width: int) -> list[str]:
     return out
 
 
-def arithmetic(walk: Walk, matrix: Matrix, idx: tuple, width: int) -> Text:
+def worked(label: str, steps: list[str]) -> Part:
+    """A cell's written-out arithmetic (`render/text.py`'s lines) as a prose part, wrapped before operators."""
+    return lambda width: [Text(line) for line in wrapped(label, steps, width)]
+
+
+def arithmetic(walk: Walk, matrix: Matrix, idx: tuple) -> list[Part]:
     """`Q[爱, 1] = …` for a tensor's cell, then where it comes from; a generation step's cell as its value."""
     lang, graph, p = walk.lang, walk.session.graph, walk.precision
     v = matrix.view
     if matrix.role == "ready":
         i, j = idx[-2:] if len(idx) > 1 else (0, idx[-1])
         label = f"{v.title.split()[0]}[{v.row_labels[i]}, {v.col_labels[j]}]"
-        return Text(texts.t("tui.given", lang, label=label, value=fmt(float(v.matrix[i, j]), p)))
-    label = label_of(graph.node(matrix.name), idx)
-    lines = wrapped(label, expansion_lines(graph.explain(matrix.name, idx), p), width)
+        return [words(texts.t("tui.given", lang, label=label, value=fmt(float(v.matrix[i, j]), p)))]
+    parts = [worked(label_of(graph.node(matrix.name), idx), expansion_lines(graph.explain(matrix.name, idx), p))]
     made = made_by(walk, matrix.name)
     if matrix.role == "input" and made is not None:
-        lines.append(texts.t("tui.made_here", lang, k=made + 1))
-    return Text("\n".join(lines))
+        parts.append(words(texts.t("tui.made_here", lang, k=made + 1)))
+    return parts
 
 
 def light_background() -> bool:
