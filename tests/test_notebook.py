@@ -141,5 +141,5 @@ def test_the_displays_in_a_real_kernel():
     assert "0.213" in tensor["text/html"] and "爱" in tensor["text/html"]  # A[爱, 爱], token-labelled
     assert Cells(report["text/html"]).rows[3] == ["S[我, 我]", "9.0", "4.000", "±0.1", "slip"]
     assert Cells(generation["text/html"]).caption == "generated: I love you </s>"
-    assert Cells(screen["text/html"]).rows[0] == ["", "Softmax: scores become weights"]
+    assert Cells(screen["text/html"]).rows[0] == ["", "Softmax: scores become attention weights"]
     assert picture["image/svg+xml"].startswith("<svg") and "0.405" in picture["image/svg+xml"]
