@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 from conftest import doc
+from test_checkpoints_tiny import randomise
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -28,11 +29,7 @@ def tiny_gpt2(seed: int, **config):
         attn_implementation="eager",
         **config,
     )
-    model = transformers.GPT2LMHeadModel(cfg)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():  # random everywhere, norms and biases too, so that a forgotten one shows
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.3 + (1.0 if p.ndim == 1 else 0.0))
+    model = randomise(transformers.GPT2LMHeadModel(cfg), seed)  # norms and biases too
     return model.eval()
 
 

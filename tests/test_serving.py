@@ -196,22 +196,7 @@ def test_cli_chinese_and_refusals(cli):
     assert "张量并行" in r.stdout and "TPOT ≈" in r.stdout and "受显存带宽限制" in r.stdout
     r = cli("cost", path, "--prompt", "8", "--generate", "8", "--gpu", "M3-Max", "--tp", "2")
     assert r.exit_code == 2 and "--tp" in r.stderr and "no GPU-to-GPU link" in r.stderr
-    r = cli(
-        "cost",
-        path,
-        "--prompt",
-        "8",
-        "--generate",
-        "8",
-        "--gpu",
-        "M3-Max",
-        "--tp",
-        "2",
-        "--link",
-        "PCIe4",
-        "-f",
-        "json",
-    )
+    r = cli("cost", path, *"--prompt 8 --generate 8 --gpu M3-Max --tp 2 --link PCIe4 -f json".split())
     assert r.exit_code == 0, r.stderr
     r = cli("cost", path, "--prompt", "8", "--generate", "8", "--gpu", "H100-SXM", "--efficiency", "memory=2")
     assert r.exit_code == 2 and "--efficiency memory" in r.stderr
