@@ -167,3 +167,19 @@ def test_a_closed_stdin_through_the_api_is_named(monkeypatch):
         InputError, match="^<stdin>: expected a document on standard input, found standard input is closed"
     ):
         attncalc.load(document="-")
+
+
+def test_the_default_example_is_announced_once_a_process(monkeypatch, capsys):
+    """compare opens two sessions on the bundled example: the note that says so is written once."""
+    from attncalc.inputs import reading
+    from attncalc.inputs.session import Request
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("sys.stdin", Terminal())
+    monkeypatch.setattr(reading, "_SAID", set())
+    first, second = reading.read_input(Request()), reading.read_input(Request())
+    assert first.source == second.source == "example woaini"
+    assert capsys.readouterr().err.count("woaini") == 1

@@ -104,9 +104,16 @@ def _given(req: Request) -> Input:
         return Input(doc["fixture"], "inline" if calculator else where, not calculator, doc)
     if req.inline:
         return Input({}, "inline", False)
-    # nothing given at a terminal: the bundled example, said on stderr (stdout stays the result)
-    sys.stderr.write(f"attncalc: {texts.t('surprises.default_example', name=DEFAULT_EXAMPLE)}\n")
+    # nothing given at a terminal: the bundled example, said on stderr (stdout stays the result), once a
+    # process (compare opens two sessions on it)
+    note = f"attncalc: {texts.t('surprises.default_example', name=DEFAULT_EXAMPLE)}\n"
+    if note not in _SAID:
+        _SAID.add(note)
+        sys.stderr.write(note)
     return Input(load_example(DEFAULT_EXAMPLE), f"example {DEFAULT_EXAMPLE}", True)
+
+
+_SAID: set[str] = set()  # the default-example notes this process has written
 
 
 def _refers(fixture) -> bool:
