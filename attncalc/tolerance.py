@@ -56,17 +56,18 @@ def cell_decimals(own: np.ndarray, whole: np.ndarray, truth: np.ndarray, screen:
 
 
 def rounded(x: np.ndarray, r: int | None, up: bool = True) -> tuple[np.ndarray, bool]:
-    """(x rounded at r decimals, halves away from zero — or towards zero when not `up` —, whether a half
-    was met). −∞ stays −∞."""
+    """(x rounded at r decimals, whether a half was met): halves away from zero as people round, or
+    when not `up` to the even neighbour as NumPy and spreadsheets' ROUND-HALF-EVEN do. −∞ stays −∞."""
     if r is None:
         return x, False
     scale = 10.0**r
     with np.errstate(invalid="ignore", over="ignore"):
         a = np.abs(x) * scale
         eps = 1e-9 * np.maximum(1.0, a)
-        hi, lo = np.floor(a + 0.5 + eps), np.ceil(a - 0.5 - eps)
-        tie = bool(np.any(np.isfinite(a) & (hi != lo)))
-        return np.copysign((hi if up else lo) / scale, x), tie
+        low = np.floor(a)
+        half = np.isfinite(a) & (np.abs(a - low - 0.5) <= eps)
+        q = np.floor(a + 0.5 + eps) if up else np.where(half, low + low % 2, np.floor(a + 0.5))
+        return np.copysign(q / scale, x), bool(half.any())
 
 
 def close(y: np.ndarray, f: np.ndarray, half: np.ndarray) -> np.ndarray:
@@ -194,14 +195,15 @@ def number_at(x: float, d: int) -> str:
 
 
 def accepted(values, d: int) -> list[str]:
-    """The numbers at d decimals that are right, from the paths' values of one cell (halves both ways)."""
-    out = set()
-    for v in values:
-        if math.isnan(v):
-            continue
-        for up in (True, False):
-            out.add(float(rounded(np.array(v), d, up)[0]))
-    return [number_at(v, d) for v in sorted(out)]
+    """The numbers at d decimals that are right, from the paths' values of one cell (a half either way)."""
+    v = np.array([x for x in values if not math.isnan(x)], float)
+    if not v.size:
+        return []
+    a, scale = np.abs(v) * 10.0**d, 10.0**d
+    with np.errstate(invalid="ignore"):
+        up, down = np.floor(a + 0.5 + 1e-9), np.ceil(a - 0.5 - 1e-9)  # a half either way: within half a unit
+    both = np.concatenate([np.copysign(up / scale, v), np.copysign(down / scale, v)])
+    return [number_at(float(x), d) for x in np.unique(both)]
 
 
 def judge(answer: str, value: float, graph=None, name: str | None = None, idx: tuple | None = None, screen: int = 3):
