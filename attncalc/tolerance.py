@@ -57,7 +57,7 @@ def cell_decimals(own: np.ndarray, whole: np.ndarray, truth: np.ndarray, screen:
 
 def rounded(x: np.ndarray, r: int | None, up: bool = True) -> tuple[np.ndarray, bool]:
     """(x rounded at r decimals, whether a half was met): halves away from zero as people round, or
-    when not `up` to the even neighbour as NumPy and spreadsheets' ROUND-HALF-EVEN do. −∞ stays −∞."""
+    when not `up` as NumPy's `round` does (to even, on the float as stored). −∞ stays −∞."""
     if r is None:
         return x, False
     scale = 10.0**r
@@ -66,8 +66,9 @@ def rounded(x: np.ndarray, r: int | None, up: bool = True) -> tuple[np.ndarray, 
         eps = 1e-9 * np.maximum(1.0, a)
         low = np.floor(a)
         half = np.isfinite(a) & (np.abs(a - low - 0.5) <= eps)
-        q = np.floor(a + 0.5 + eps) if up else np.where(half, low + low % 2, np.floor(a + 0.5))
-        return np.copysign(q / scale, x), bool(half.any())
+        if not up:
+            return np.round(x, r), bool(half.any())
+        return np.copysign(np.floor(a + 0.5 + eps) / scale, x), bool(half.any())
 
 
 def close(y: np.ndarray, f: np.ndarray, half: np.ndarray) -> np.ndarray:
@@ -146,24 +147,30 @@ class Path:
 
 
 def horizons(graph, name: str, stop) -> list[frozenset]:
-    """The sets of steps a learner may have worked by hand before `name`: none, its inputs, their inputs,
-    … (up to MAX_HORIZON), never past a tensor on the sheet (`stop`) or one given by a document."""
-    sets, seen, frontier, done = [frozenset()], {name}, [name], set()
-    for _ in range(MAX_HORIZON - 1):
+    """The sets of steps a learner may have worked by hand before `name`, never past a tensor on the
+    sheet (`stop`) or one given by a document: none; its inputs, their inputs, … (up to MAX_HORIZON
+    steps back); and every step after a point in the order the model computes them (copy Q, K and V,
+    work S to O), up to MAX_HORIZON·2 points back."""
+    reach, frontier, layers = set(), [name], []
+    while frontier:
         nxt = []
         for n in frontier:
             for i in graph.nodes[n].inputs:
-                node = graph.nodes[i]
-                if i in seen or node.is_leaf or i in stop or i in graph.given:
-                    continue
-                seen.add(i)
-                nxt.append(i)
-        if not nxt:
-            break
-        done |= set(nxt)
-        sets.append(frozenset(done))
+                if i not in reach and i != name and not graph.nodes[i].is_leaf and i not in stop and i not in graph.given:
+                    reach.add(i)
+                    nxt.append(i)
+        if nxt:
+            layers.append(nxt)
         frontier = nxt
-    return sets
+    sets, done = {frozenset()}, set()
+    for layer in layers[: MAX_HORIZON - 1]:
+        done |= set(layer)
+        sets.add(frozenset(done))
+    place = {n: k for k, n in enumerate(graph.nodes)}
+    ordered = sorted(reach, key=place.get)
+    for k in range(max(0, len(ordered) - 2 * MAX_HORIZON), len(ordered)):
+        sets.add(frozenset(ordered[k + 1 :]))
+    return sorted(sets, key=lambda r: (len(r), sorted(r)))
 
 
 def roundings(d: np.ndarray, screen: int, floor: int | None = None) -> list[int | None]:
