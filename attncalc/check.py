@@ -310,7 +310,9 @@ def check(
             )
         named = None
         if slip.any():
-            named = _mistake(ways or Ways(graph, ok, yours, mine, right_of, name, d, precision), graph, y, sel, half, slip)
+            named = _mistake(
+                ways or Ways(graph, ok, yours, mine, right_of, name, d, precision), graph, y, sel, half, slip
+            )
         tensors[name] = {
             "formula": str(node.formula),
             "shape": list(y.shape),

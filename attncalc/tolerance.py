@@ -156,7 +156,13 @@ def horizons(graph, name: str, stop) -> list[frozenset]:
         nxt = []
         for n in frontier:
             for i in graph.nodes[n].inputs:
-                if i not in reach and i != name and not graph.nodes[i].is_leaf and i not in stop and i not in graph.given:
+                if (
+                    i not in reach
+                    and i != name
+                    and not graph.nodes[i].is_leaf
+                    and i not in stop
+                    and i not in graph.given
+                ):
                     reach.add(i)
                     nxt.append(i)
         if nxt:

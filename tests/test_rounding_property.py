@@ -132,5 +132,7 @@ def test_rounded_sheets_are_right_and_one_moved_cell_is_found(tmp_path, wq, wk, 
 @pytest.fixture(scope="module", autouse=True)
 def say_counts():
     yield
-    print(f"\nrounding paths: {COUNTS['sheets']} sheets, {COUNTS['cells']} cells judged right; "
-          f"{COUNTS['moved']} moved cells found, {COUNTS['carried']} cells carried from them")
+    print(
+        f"\nrounding paths: {COUNTS['sheets']} sheets, {COUNTS['cells']} cells judged right; "
+        f"{COUNTS['moved']} moved cells found, {COUNTS['carried']} cells carried from them"
+    )

@@ -209,7 +209,9 @@ def test_quiz_verdicts_score_and_the_line_after(woaini):
 
     app = drive(woaini["en"], quiz=True, check=check)
     assert said[0].startswith("Right: 1 (X[爱, 1] is 1.000; right at your decimals: 1).\nX[爱, 1] = E[爱, 1] = 1")
-    assert said[1].startswith("Not quite: H[爱, 1] is 1.540, you wrote 5 (right at your decimals: 1.540). The arithmetic:")
+    assert said[1].startswith(
+        "Not quite: H[爱, 1] is 1.540, you wrote 5 (right at your decimals: 1.540). The arithmetic:"
+    )
     assert said[1].endswith("H[爱, 1] = 1.000 + 0.540 = 1.540")
     assert said[2].endswith("quiz 1/2")
     assert said[3].startswith("Skipped. The arithmetic:\nQ[爱, 1] = ")

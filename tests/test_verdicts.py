@@ -7,8 +7,7 @@ import pytest
 import test_check as base
 from test_check import r3, sheet, softmax, verdicts
 
-from attncalc.tolerance import judge
-from attncalc.tolerance import cell_decimals, decimals
+from attncalc.tolerance import cell_decimals, decimals, judge
 
 check, truth = base.check, base.truth  # the worksheet fixtures of test_check.py
 

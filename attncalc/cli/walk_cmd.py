@@ -280,9 +280,9 @@ class Tour:
     def ask(self, s) -> list[str]:
         """One quiz question on screen s (when it has one): its inputs, your number, the verdict and the
         arithmetic. Returns the tensors drawn with the question."""
+        from attncalc.render.check_view import either
         from attncalc.render.table import print_explanation, print_views
         from attncalc.render.text import fmt
-        from attncalc.render.check_view import either
         from attncalc.tolerance import judge
         from attncalc.walk import label_of, quiz_cell, views_of
 

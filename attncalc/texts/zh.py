@@ -333,7 +333,7 @@ TEXTS = {
     "check.mistake.percent": "写成了百分数（多乘了一百）",
     "check.mistake.or": "，或者",
     "check.mistake.same": "{mistakes}：在这个例子里它们得出的数完全相同",
-    "check.note.symmetric": "在这个例子里 S 是对称的（S = Sᵀ），所以 K·Qᵀ 和 Q·Kᵀ 得出的数相同：check 分辨不出你算的是哪一个。",
+    "check.note.symmetric": "在这个例子里 S 是对称的（S = Sᵀ），所以 K·Qᵀ 和 Q·Kᵀ 得出的数相同：这里分辨不出你算的是哪一个。",
     # ---- zh 部分：解码器的预测表 ----
     "pred.title": "下一个词元的预测",
     "pred.header": "位置 | 输入 | 标签 | 最可能 | p | p(标签) | −log p(标签)",
