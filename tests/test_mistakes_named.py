@@ -155,3 +155,12 @@ def test_sheets_that_name_the_line_and_the_cell(check, rows, fragments):
 def test_a_json_worksheet_naming_a_tensor_twice(check):
     code, _, result = check('{"Q": [[1, 1, 1, 1]], "Q": [[2, 2, 2, 2]]}')
     assert_bad(result, "w.json: Q", "Q once", "a second one")
+
+
+def test_a_check_report_naming_a_mistake_with_numbers_reads_back(check, truth, tmp_path):
+    t = truth(*CAUSAL)
+    zero = np.where(t["M"] != 0, t["S_scaled"], 0.0)
+    code, _, result = check(sheet({"S_masked": zero}), *CAUSAL, fmt="table")
+    assert "mistake: 0 instead of −∞ for the blocked scores" in result.stdout
+    again = check(result.stdout.split("  ✗ S_masked[")[0], *CAUSAL, name="again.txt")  # title, mistake, table
+    assert again[0] == 1 and mistake_of(again[1], "S_masked") == "0 instead of −∞ for the blocked scores"

@@ -193,8 +193,8 @@ def _unlabel(lines: list) -> list:
     line of tokens (`我 爱 你`, check's "mistake:" line) or of the indices `0 1 2 3` above rows that each
     start with a label; a row label is a token (never a number: `nan`, `0x1`, `1_0` are numbers written
     wrong, and are named). Everything else is a row of numbers."""
-    while lines and all(map(is_token, lines[0][1])):
-        lines = lines[1:]
+    while lines and (all(map(is_token, lines[0][1])) or lines[0][1][0].endswith((":", "："))):
+        lines = lines[1:]  # a header, or a line that starts with a label (check's "mistake: …")
     if len(lines) > 1 and _indices(lines[0][1]):
         k = len(lines[0][1])
         rest = lines[1:]

@@ -328,7 +328,7 @@ TEXTS = {
     "check.mistake.zero_mask": "被屏蔽的分数填了 0，而不是 −∞",
     "check.mistake.log10": "损失里用了 log10，而不是自然对数",
     "check.mistake.log2": "损失里用了 log2，而不是自然对数",
-    "check.mistake.transposed": "{name} 抄成了转置（行写成了列）",
+    "check.mistake.transposed": "把 {name} 抄成了转置（行写成了列）",
     "check.mistake.rows": "行的顺序写乱了",
     "check.mistake.percent": "写成了百分数（多乘了一百）",
     "check.mistake.or": "，或者",
