@@ -121,7 +121,8 @@ class Ways:
     """Every rounding path to one tensor, by family: "truth" (from the true inputs), "ok" (your numbers
     where they were right, the true ones rounded where not) — both right — and "yours" (your own
     numbers, right or wrong: carried). When every number of yours that feeds it was right, "yours" is
-    "ok"."""
+    "ok". In "ok" and "yours" a tensor not on the sheet is copied as your numbers make it, or from the
+    screen."""
 
     def __init__(self, graph, ok, yours, mine, right, name, d, screen):
         self.graph, self.name, self.d, self.screen = graph, name, d, screen
@@ -138,6 +139,7 @@ class Ways:
                 self.families.append(("ok", ok, Given(sheet, {n: (right[n], graph.value(n)) for n in fed})))
             self.families.append(("yours", yours, Given(sheet)))
             self.right, self.carried = (("truth", "ok"), ("yours",)) if wrong else (("truth", "yours"), ())
+        self.copies = (None, graph) if fed else (None,)  # what is not on the sheet: from it, or the screen
         self.stop = frozenset(mine)
 
     def each(self, families=("truth", "ok", "yours")):
@@ -145,8 +147,9 @@ class Ways:
         for family, base, sheet in self.families:
             if family in families:
                 floor = self.floor if family == "truth" else None
-                for path in paths(base, self.name, sheet, self.stop, self.d, self.screen, floor):
-                    yield family, path
+                for copy in self.copies if family != "truth" else (None,):
+                    for path in paths(base, self.name, sheet, self.stop, self.d, self.screen, floor, copy):
+                        yield family, path
 
 
 def _judge(ways: Ways, y, sel, half):

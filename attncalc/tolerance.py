@@ -110,6 +110,7 @@ class Path:
     recompute: frozenset
     up: bool = True
     swap: tuple | None = None
+    screen: object = None  # copy from this Graph instead (the screen's true values), base for the rest
     tied: bool = False
     cache: dict = field(default_factory=dict)
 
@@ -122,7 +123,7 @@ class Path:
         elif node.is_leaf:
             v = self.base.value(name)
         else:
-            v = self.step(name) if name in self.recompute else self.base.value(name)
+            v = self.step(name) if name in self.recompute else (self.screen or self.base).value(name)
             if node.shown:
                 v, tie = rounded(np.asarray(v, float), self.r, self.up)
                 self.tied |= tie
@@ -143,7 +144,7 @@ class Path:
     def variant(self, swap) -> Path:
         """The same path with one step done the mistaken way (the values it feeds recomputed)."""
         keep = {k: v for k, v in self.cache.items() if k not in self.recompute}
-        return Path(self.base, self.sheet, self.r, self.recompute, self.up, swap, cache=keep)
+        return Path(self.base, self.sheet, self.r, self.recompute, self.up, swap, screen=self.screen, cache=keep)
 
 
 def horizons(graph, name: str, stop) -> list[frozenset]:
@@ -187,13 +188,14 @@ def roundings(d: np.ndarray, screen: int, floor: int | None = None) -> list[int 
     return sorted(r for r in rs if floor is None or r >= floor) + [None]
 
 
-def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, floor: int | None = None):
-    """Every rounding path to `name` from `graph`'s values and the `sheet` tensors (see the module
-    docstring); a path that met a half is also tried with that half rounded the other way."""
+def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, floor: int | None = None, copy=None):
+    """Every rounding path to `name` from `graph`'s values (or those of `copy` for the tensors copied)
+    and the `sheet` tensors (see the module docstring); a path that met a half is also tried with that
+    half rounded the other way."""
     for r in roundings(d, screen, floor):
         for recompute in horizons(graph, name, stop) if r is not None else [frozenset()]:
             for up in (True, False):
-                path = Path(graph, sheet, r, recompute, up)
+                path = Path(graph, sheet, r, recompute, up, screen=copy)
                 yield path  # worked by the caller: then it is known whether a half was met
                 if not path.tied:
                     break

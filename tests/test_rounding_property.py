@@ -103,7 +103,7 @@ def test_rounded_sheets_are_right_and_one_moved_cell_is_found(tmp_path, wq, wk, 
     COUNTS["cells"] += report["summary"]["cells"]
 
     # one cell moved beyond every path: 2 units past the farthest number that would have been right
-    name = names[pick % len(names)]
+    name = names[0] if pick % 2 and len(names) > 1 else names[pick % len(names)]  # often one that feeds others
     if name == "M":
         return  # a mask's cells are whole: nothing to move them between
     idx = tuple(np.unravel_index(pick % made[name].size, made[name].shape))
