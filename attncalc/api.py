@@ -291,7 +291,8 @@ class Calculation:
         )
 
     def check(self, worksheet, *, tol: float | None = None, precision: int = 3) -> CheckReport:
-        """Your own numbers against the model's: a dict {"S": [[…]]}, a worksheet's path or its text."""
+        """Your own numbers against the model's: a dict {"S": [[…]]}, a worksheet's path or its text.
+        With `layer=N` (and `head=H`) loaded, `A` means layer N's A (and a [n, m] sheet head H of it)."""
         from attncalc import arguments
         from attncalc.check import check, stage_for
 
@@ -299,9 +300,12 @@ class Calculation:
         sheets = read_worksheet(worksheet)
         graph = self.graph
         needed = stage_for(sheets)
-        if STAGES.index(needed) > STAGES.index(self.stage) and self.request.layer is None:  # --layer: that one
+        layer = self.request.layer
+        if STAGES.index(needed) > STAGES.index(self.stage) and layer is None:  # --layer: that one
             graph = Calculation(dataclasses.replace(self.request, stage=needed)).graph
-        return CheckReport(check(graph, sheets, tol=tol, precision=precision))
+        prefix = next((p for p in (f"enc.{layer}.", f"dec.{layer}.self.") if p + "A" in graph.nodes), "")
+        head = self.session.options.get("head")
+        return CheckReport(check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix))
 
     def decoder_model(self):
         """The model generation runs: weights read once, the encoder (if any) run once."""

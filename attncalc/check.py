@@ -2,20 +2,18 @@
 
 Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
 
-- Tolerance per cell (attncalc/tolerance.py): from the decimals written (`0.43` → 0.01; a whole
-  number counts at the decimals of the matrix's most precise cell; only a tensor of whole numbers,
-  a mask, reads `0`/`1` as ±0.5), plus the rounding of the inputs the learner worked from and did not
-  supply, never more than a tenth of the tensor's scale. `-inf` / `−∞` (a blocked cell) matches only
-  −∞. `--tol` gives one absolute tolerance for every cell instead.
-- Verdicts, in graph order: "correct" — within tolerance of the true value, or of what the
-  step gives from your earlier numbers that were themselves correct (their rounding is not held
-  against you); "carried" — wrong, but what this step gives from your own numbers (`from_yours`:
-  the step's operation on your tensors, the true ones where you gave none); "slip" — wrong
-  even given your own numbers. `from_yours` is null for a tensor none of your tensors feed.
-- A slip is named only when recomputing the step under a known mistake (softmax over columns, no
-  ÷√d_k, mask after the softmax or not at all, K not transposed, K·Qᵀ, X instead of X + PE) from
-  your numbers or the true ones reproduces every cell you wrote within tolerance (a row of another
-  head: every slipped row equals that row of another head).
+- Each cell is judged on rounding paths (attncalc/tolerance.py): what the learner gets by rounding the
+  inputs they worked from (their own written tensors where the sheet has them, otherwise the true ones
+  rounded as written, one decimal more or fewer, as on screen, or exact), working the steps in between
+  by hand, and writing the result at the decimals written. `-inf` / `−∞` matches only −∞. `--tol` gives
+  one absolute tolerance for every cell instead.
+- Verdicts, in graph order: "correct" — one of the paths from the true inputs, or from your earlier
+  numbers where those were themselves correct (their rounding is not held against you); "carried" —
+  wrong, but a path from your own numbers gives it (`from_yours`: the step's operation on your tensors,
+  the true ones where you gave none); "slip" — wrong even given your own numbers. `from_yours` is null
+  for a tensor none of your tensors feed.
+- A slip is named only when a known mistake (attncalc/mistakes.py), tried along the same paths, gives
+  every cell you wrote; mistakes that give the same numbers are named together.
 """
 
 from __future__ import annotations
@@ -23,17 +21,34 @@ from __future__ import annotations
 import numpy as np
 
 from attncalc import arguments, texts
+from attncalc import mistakes as known
 from attncalc.core.graph import Graph
-from attncalc.core.ops import Add, Affine, Mask, Scale, Scores, Softmax
+from attncalc.core.ops import Scores
 from attncalc.errors import InputError
 from attncalc.inputs.document import jsonable
 from attncalc.inputs.literal import cell_label
 from attncalc.inputs.worksheet import Sheet
 from attncalc.render.text import expansion_lines
-from attncalc.tolerance import tolerances
+from attncalc.tolerance import Given, accepted, cell_decimals, close, half_unit, paths
 
 # the known mistakes, each named by the text check.mistake.<key>
-MISTAKES = ("columns", "no_scale", "mask_after", "no_mask", "no_transpose", "swapped", "no_pe", "head")
+MISTAKES = (
+    "columns",
+    "no_scale",
+    "sqrt_d_model",
+    "mask_after",
+    "no_mask",
+    "zero_mask",
+    "no_transpose",
+    "swapped",
+    "no_pe",
+    "log10",
+    "log2",
+    "transposed",
+    "rows",
+    "percent",
+    "head",
+)
 
 
 # ---- the model's side ------------------------------------------------------------------------
@@ -73,32 +88,25 @@ def _step(g: Graph, name: str) -> np.ndarray:
     return node.op.compute(*(g.value(i) for i in node.inputs))
 
 
-def _close(y, ref, tol) -> np.ndarray:
-    """Cells of y within tol of ref (−∞ matches only −∞; NaN in ref never matches)."""
-    ref = np.asarray(ref, float) if ref is not None else None
-    if ref is None or ref.shape != y.shape:
-        return np.zeros(y.shape, bool)
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(y - ref)
-        near = np.isfinite(diff) & (diff <= tol * (1 + 1e-9) + 1e-12 * np.maximum(1.0, np.abs(ref)))
-    return near | (np.isneginf(y) & np.isneginf(ref))
-
-
-def _fit(sheet: Sheet, truth: np.ndarray, name: str) -> Sheet:
-    """The sheet in the model's shape ([1, n, m] for [n, m] is fine); otherwise name both shapes."""
+def _fit(sheet: Sheet, truth: np.ndarray, name: str, head: int | None) -> tuple[Sheet, tuple]:
+    """(the sheet in the model's shape — [1, n, m] for [n, m] is fine —, the index of its head in the
+    model's tensor: `(h,)` for one head of a per-head tensor, else `()`); otherwise name both shapes."""
     v = sheet.values
     extra = v.ndim - truth.ndim
+    h = sheet.head if sheet.head is not None else head
+    if truth.ndim == 3 and v.shape == truth.shape[1:] and h is not None:
+        if not 0 <= h < truth.shape[0]:
+            where = sheet.where if sheet.head is not None else "--head"
+            raise InputError(where, f"a head from 0 to {truth.shape[0] - 1}", str(h))
+        return sheet, (h,)
+    if sheet.head not in (None, 0) and truth.ndim != 3:
+        raise InputError(sheet.where, f"head 0 ({name} has one head here)", f"head {sheet.head}")
     if v.shape == truth.shape:
-        return sheet
+        return sheet, ()
     if extra > 0 and v.shape[extra:] == truth.shape and all(k == 1 for k in v.shape[:extra]):
-        return Sheet(
-            sheet.name,
-            v.reshape(truth.shape),
-            sheet.tol.reshape(truth.shape),
-            sheet.text.reshape(truth.shape),
-            sheet.where,
-        )
-    heads = ", heads first" if truth.ndim == 3 else ""
+        shaped = [a.reshape(truth.shape) for a in (v, sheet.decimals, sheet.whole, sheet.text)]
+        return Sheet(sheet.name, *shaped, sheet.where), ()
+    heads = ", heads first, or one head: `NAME[H] =` or --head H" if truth.ndim == 3 else ""
     raise InputError(
         sheet.where,
         f"a {'×'.join(map(str, truth.shape)) or 'single number'} tensor (the model's {name}{heads})",
@@ -106,150 +114,223 @@ def _fit(sheet: Sheet, truth: np.ndarray, name: str) -> Sheet:
     )
 
 
-# ---- known mistakes ----------------------------------------------------------------------------
-def _unscaled(g: Graph, name: str):
-    """The scores before scaling, when `name` is a Scale node that actually scales."""
-    node = g.nodes[name]
-    ok = isinstance(node.op, Scale) and node.op.c != 1
-    return Scale(1.0, "1").compute(*(g.value(i) for i in node.inputs)) if ok else None
+# ---- rounding paths ------------------------------------------------------------------------------
+class Ways:
+    """Every rounding path to one tensor, by family: "truth" (from the true inputs), "ok" (your numbers
+    where they were right, the true ones rounded where not) — both right — and "yours" (your own
+    numbers, right or wrong: carried). When every number of yours that feeds it was right, "yours" is
+    "ok". In "ok" and "yours" a tensor not on the sheet is copied as your numbers make it, or from the
+    screen."""
+
+    def __init__(self, graph, ok, yours, mine, right, name, d, screen):
+        self.graph, self.name, self.d, self.screen = graph, name, d, screen
+        fed = (graph.upstream([name]) - {name}) & set(mine)
+        sheet = {n: mine[n] for n in fed}
+        self.families = [("truth", graph, Given())]
+        self.right, self.carried = ("truth",), ()
+        # with your own tensors on the sheet you kept at least the digits you wrote: the true inputs are
+        # then tried only at the decimals written or more (a learner may also work from the screen)
+        self.floor = int(np.max(d)) if fed and np.size(d) else None
+        if fed:
+            wrong = any(not right[n].all() for n in fed)
+            if wrong:
+                self.families.append(("ok", ok, Given(sheet, {n: (right[n], graph.value(n)) for n in fed})))
+            self.families.append(("yours", yours, Given(sheet)))
+            self.right, self.carried = (("truth", "ok"), ("yours",)) if wrong else (("truth", "yours"), ())
+        self.copies = (None, graph) if fed else (None,)  # what is not on the sheet: from it, or the screen
+        self.stop = frozenset(mine)
+
+    def each(self, families=("truth", "ok", "yours")):
+        """(family, path) for every path of these families."""
+        for family, base, sheet in self.families:
+            if family in families:
+                floor = self.floor if family == "truth" else None
+                for copy in self.copies if family != "truth" else (None,):
+                    for path in paths(base, self.name, sheet, self.stop, self.d, self.screen, floor, copy):
+                        yield family, path
 
 
-def alternatives(g: Graph, name: str) -> list[tuple[str, np.ndarray]]:
-    """What this step gives when done one of the known wrong ways, from g's inputs."""
-    node, val, out = g.nodes[name], g.value, []
-    op, ins = node.op, node.inputs
-    src = g.nodes.get(ins[0]) if ins else None
-    if isinstance(op, Softmax):
-        x = val(ins[0])
-        out.append(("columns", np.swapaxes(op.compute(np.swapaxes(x, -1, -2)), -1, -2)))
-        if isinstance(src.op, Mask):
-            plain, m = op.compute(val(src.inputs[0])), val(src.inputs[1])
-            out += [("mask_after", plain * m), ("no_mask", plain)]
-            raw = _unscaled(g, src.inputs[0])
-            if raw is not None:
-                out.append(("no_scale", op.compute(src.op.compute(raw, m))))
-    elif isinstance(op, Mask):
-        out.append(("no_mask", val(ins[0])))
-        raw = _unscaled(g, ins[0])
-        if raw is not None:
-            out.append(("no_scale", op.compute(raw, val(ins[1]))))
-    elif isinstance(op, Scale) and op.c != 1:
-        out.append(("no_scale", _unscaled(g, name)))
-    elif isinstance(op, Scores):
-        qh, kh, dk = op.split(val(ins[0]), val(ins[1]))
-        if kh.shape[1] == dk:  # Q·K fits only when d_k equals the number of keys
-            s = qh @ kh
-            out.append(("no_transpose", s[0] if op.h == 1 else s))
-        s = qh @ kh.transpose(0, 2, 1)
-        if s.shape[1] == s.shape[2]:
-            s = s.transpose(0, 2, 1)
-            out.append(("swapped", s[0] if op.h == 1 else s))
-    elif isinstance(op, Add) and any(i.rpartition(".")[2] == "PE" for i in ins):
-        out.append(("no_pe", val(next(i for i in ins if i.rpartition(".")[2] != "PE"))))
-    elif (
-        isinstance(op, Affine)
-        and src is not None
-        and isinstance(src.op, Add)
-        and any(i.rpartition(".")[2] == "PE" for i in src.inputs)
-    ):
-        x = next(i for i in src.inputs if i.rpartition(".")[2] != "PE")
-        out.append(("no_pe", op.compute(val(x), *(val(i) for i in ins[1:]))))
-    return out
+def _judge(ways: Ways, y, sel, half):
+    """(right, carried) cells of y over every path."""
+    right = np.zeros(y.shape, bool)
+    carried = np.zeros(y.shape, bool)
+    for family, path in ways.each(ways.right + ways.carried):
+        near = close(y, path.step(ways.name)[sel], half)
+        if family in ways.right:
+            right |= near
+        else:
+            carried |= near
+    return right, carried & ~right
 
 
-def _wrong_head(y, refs, tol, slip) -> np.ndarray | None:
-    """Rows of a per-head tensor that equal the same row of another head (of the true or your values)."""
-    if y.ndim != 3 or y.shape[0] < 2:
-        return None
-    alt = np.full(y.shape, np.nan)
-    for h, i in {(int(a), int(b)) for a, b, _ in np.argwhere(slip)}:
-        for ref in refs:
-            other = [k for k in range(y.shape[0]) if k != h and _close(y[h, i], ref[k, i], tol[h, i]).all()]
-            if other:
-                alt[h, i] = ref[other[0], i]
-                break
-    return alt
+def _accepted(ways: Ways, cells, sel, d) -> list[list[str]]:
+    """For each wrong cell, the numbers at its decimals that would have been right."""
+    values = [[] for _ in cells]
+    for _, path in ways.each(ways.right):
+        f = path.step(ways.name)[sel]
+        for k, idx in enumerate(cells):
+            values[k].append(float(f[idx]))
+    return [accepted(v, int(d[idx])) for v, idx in zip(values, cells)]
 
 
-def mistake(graph: Graph, yours: Graph, name: str, y, truth, step, tol, slip) -> str | None:
-    """The known mistake that reproduces every cell you wrote (a wrong head: every slipped row), or None."""
-    candidates = []
-    for g in (yours, graph):
-        try:
-            candidates += alternatives(g, name)
-        except (InputError, ValueError):
-            pass
-    for key, alt in candidates:
-        if alt is not None and _close(y, alt, tol).all():
-            return texts.t("check.mistake." + key)
-    head = _wrong_head(y, [r for r in (truth, step) if r is not None], tol, slip)
-    if head is not None and _close(y, head, tol)[slip].all():
-        return texts.t("check.mistake.head")
-    return None
+def _mistake(ways: Ways, graph: Graph, y, sel, half, slip) -> str | None:
+    """Every known mistake that gives every cell you wrote, named together, or None."""
+    name, truth = ways.name, graph.value(ways.name)
+    steps = {}
+    for n in [name] + sorted(graph.upstream([name]) - {name}, key=list(graph.nodes).index):
+        if not graph.nodes[n].is_leaf:
+            try:
+                steps[n] = known.step_mistakes(graph, n)
+            except (InputError, ValueError):
+                steps[n] = []
+    written = known.written_mistakes(np.asarray(truth[sel], float))
+    keys = [k for n in steps for k, _ in steps[n]] + [k for k, _ in written]
+    matched = {k: np.zeros(y.shape, bool) for k in keys}
+    rows, heads = None, None
+    for _, path in ways.each():
+        f = path.step(name)[sel]
+        for n, found in steps.items():
+            if n == name or n in path.recompute:
+                for key, fn in found:
+                    with np.errstate(all="ignore"):
+                        matched[key] |= close(y, np.asarray(path.variant((n, fn)).step(name), float)[sel], half)
+        for key, fn in written:
+            matched[key] |= close(y, fn(f), half)
+        r, h = known.row_matches(y, f, half), known.head_matches(y, f, half)
+        rows = r if rows is None or r is None else rows | r
+        heads = h if heads is None or h is None else heads | h
+    names = list(dict.fromkeys(k for k in keys if matched[k].all()))
+    if rows is not None and known.reordered(rows):
+        names.append("rows")
+    if not names and heads is not None and known.other_head(heads, slip):
+        names.append("head")
+    said = [texts.t("check.mistake." + k, name=name.rpartition(".")[2]) for k in names]
+    if len(said) > 1:
+        return texts.t("check.mistake.same", mistakes=texts.t("check.mistake.or").join(said))
+    return said[0] if said else None
+
+
+def _symmetric(graph: Graph, names) -> bool:
+    """Whether a Scores tensor feeding (or being) one of `names` is symmetric: then K·Qᵀ = Q·Kᵀ."""
+    for n in graph.upstream(names):
+        node = graph.nodes[n]
+        if isinstance(node.op, Scores):
+            s = np.asarray(graph.value(n), float)
+            if s.shape[-1] == s.shape[-2] and np.allclose(s, np.swapaxes(s, -1, -2), rtol=1e-12, atol=1e-12):
+                return True
+    return False
 
 
 # ---- the report --------------------------------------------------------------------------------
 MAX_CELLS = 100  # wrong cells explained per tensor (verdicts always cover every cell)
 
 
-def check(graph: Graph, sheets: dict[str, Sheet], tol: float | None = None, precision: int = 3) -> dict:
-    """Verdicts for every cell of every worksheet tensor, in graph order (see the module docstring)."""
-    tol = arguments.check("tol", tol, cli=True)  # the option's rule (the API checks its keyword by it too)
+def resolve(graph: Graph, sheets: dict[str, Sheet], prefix: str = "") -> dict[str, Sheet]:
+    """The sheets by graph name: with `prefix` (--layer N: `enc.N.`), `A` means `enc.N.A`."""
+    out = {}
     for name, sheet in sheets.items():
-        node = graph.nodes.get(name)
+        full = prefix + name if prefix and name not in graph.nodes and prefix + name in graph.nodes else name
+        node = graph.nodes.get(full)
         if node is None or not node.shown or node.is_leaf:
             raise InputError(sheet.where, "a tensor name: one of " + known_names(graph), repr(name))
+        if full in out:
+            raise InputError(sheet.where, f"{full} once", "a second one")
+        out[full] = sheet
+    return out
+
+
+def check(
+    graph: Graph,
+    sheets: dict[str, Sheet],
+    tol: float | None = None,
+    precision: int = 3,
+    head: int | None = None,
+    prefix: str = "",
+) -> dict:
+    """Verdicts for every cell of every worksheet tensor, in graph order (see the module docstring)."""
+    tol = arguments.check("tol", tol, cli=True)  # the option's rule (the API checks its keyword by it too)
+    sheets = resolve(graph, sheets, prefix)
     order = [n for n in graph.nodes if n in sheets]
-    fitted = {n: _fit(sheets[n], graph.value(n), n) for n in order}
-    mine = {n: s.values for n, s in fitted.items()}
+    fitted, mine = {}, {}
+    for n in order:
+        truth = np.asarray(graph.value(n), float)
+        fitted[n] = _fit(sheets[n], truth, n, head)
+        sheet, sel = fitted[n]
+        full = truth.copy() if sel else sheet.values
+        if sel:
+            full[sel] = sheet.values
+        mine[n] = full
     yours, ok = _with(graph, mine), _with(graph, mine)
+    right_of: dict[str, np.ndarray] = {}
     tensors, first_slip, counts = {}, None, {"correct": 0, "carried": 0, "slip": 0}
     for name in order:
-        node, sheet, y = graph.nodes[name], fitted[name], mine[name]
-        truth = graph.value(name)
-        t = np.full(y.shape, float(tol)) if tol is not None else tolerances(graph, name, sheet.text, frozenset(mine))
+        node, (sheet, sel) = graph.nodes[name], fitted[name]
+        y, truth = sheet.values, np.asarray(graph.value(name), float)
         fed = bool((graph.upstream([name]) - {name}) & set(mine))
         step = _step(yours, name) if fed else None
-        right = _close(y, truth, t) | (_close(y, _step(ok, name), t) if fed else False)
-        carried = ~right & _close(y, step, t)
+        d = cell_decimals(sheet.decimals, sheet.whole, truth[sel], precision)
+        ways = None
+        if tol is not None:
+            half = np.full(y.shape, float(tol))
+            right = close(y, truth[sel], half) | (close(y, _step(ok, name)[sel], half) if fed else False)
+            carried = ~right & (close(y, step[sel], half) if fed else False)
+        else:
+            half = half_unit(d)
+            ways = Ways(graph, ok, yours, mine, right_of, name, d, precision)
+            right, carried = _judge(ways, y, sel, half)
         slip = ~right & ~carried
-        ok.give(name, np.where(right, y, truth))
+        full_right = np.ones(truth.shape, bool)
+        full_right[sel] = right
+        right_of[name] = full_right
+        ok.give(name, np.where(full_right, mine[name], truth))
         verdicts = np.where(right, "correct", np.where(carried, "carried", "slip"))
         for k in counts:
             counts[k] += int((verdicts == k).sum())
         if slip.any() and first_slip is None:
             first_slip = name
+        wrong = list(map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()))
+        shown = _accepted(ways, wrong, sel, d) if ways is not None and wrong else [None] * len(wrong)
         cells = []
-        for idx in map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()):
+        for idx, ok_values in zip(wrong, shown):
+            at = sel + idx
             cells.append(
                 {
-                    "index": list(idx),
-                    "label": cell_label(node, idx),
+                    "index": list(at),
+                    "label": cell_label(node, at),
                     "verdict": str(verdicts[idx]),
                     "yours": jsonable(y[idx]),
                     "written": str(sheet.text[idx]),
-                    "tolerance": round(float(t[idx]), 12),
-                    "correct": jsonable(truth[idx]),
-                    "from_yours": jsonable(step[idx]) if fed else None,
-                    "work": expansion_lines(graph.explain(name, idx), precision),
-                    "work_from_yours": expansion_lines(yours.explain(name, idx), precision) if fed else None,
+                    "tolerance": round(float(half[idx]), 12),
+                    "accepted": ok_values,
+                    "correct": jsonable(truth[at]),
+                    "from_yours": jsonable(step[at]) if fed else None,
+                    "work": expansion_lines(graph.explain(name, at), precision),
+                    "work_from_yours": expansion_lines(yours.explain(name, at), precision) if fed else None,
                 }
+            )
+        named = None
+        if slip.any():
+            named = _mistake(
+                ways or Ways(graph, ok, yours, mine, right_of, name, d, precision), graph, y, sel, half, slip
             )
         tensors[name] = {
             "formula": str(node.formula),
             "shape": list(y.shape),
+            "head": sel[0] if sel else None,
             "verdicts": verdicts.tolist(),
             "yours": jsonable(y),
             "written": sheet.text.tolist(),
-            "tolerance": np.round(t, 12).tolist(),  # no float noise (0.0124999…) in a report
-            "correct": jsonable(truth),
-            "from_yours": jsonable(step) if fed else None,
-            "mistake": mistake(graph, yours, name, y, truth, step, t, slip) if slip.any() else None,
+            "tolerance": np.round(half, 12).tolist(),  # no float noise (0.0124999…) in a report
+            "correct": jsonable(truth[sel]),
+            "from_yours": jsonable(step[sel]) if fed else None,
+            "mistake": named,
             "wrong": int((~right).sum()),
             "cells": cells,
         }
+    notes = [texts.t("check.note.symmetric")] if order and _symmetric(graph, order) else []
     return {
         "first_slip": first_slip,
         "tensors": tensors,
+        "notes": notes,
         "summary": {"tensors": len(order), "cells": sum(counts.values()), **counts},
     }

@@ -110,13 +110,15 @@ def test_check_gives_the_report_of_check_json(cli, tmp_path):
     assert calc.check(str(path)).to_dict() == report.to_dict()  # a path, too
     typed = [["2.00", "2.10", "1.76"], ["2.20", "1.51", "2.05"], ["1.76", "2.05", "1.53"]]
     as_typed = calc.check({"S_scaled": typed}).to_dict()["tensors"]["S_scaled"]
-    assert (
-        as_typed["written"] == typed and as_typed["tolerance"] == [[0.01] + [0.0125] * 2] + [[0.0125] * 3] * 2
-    )  # decimals as typed,
-    # plus S rounded as the learner rounds (× 1/√4): 0.01 + 0.005/2; S[我, 我] = 4 exactly
+    # decimals as typed: half a unit of 2 decimals around each rounding path's result (was a full unit
+    # plus S's rounding, 0.01 + 0.005/2 = 0.0125)
+    assert as_typed["written"] == typed and as_typed["tolerance"] == [[0.005] * 3] * 3
     assert as_typed["verdicts"][0] == ["correct", "slip", "correct"]  # 2.10 is not 2.196 to two decimals
-    floats = [[float(x) for x in row] for row in typed]  # 2.10 is the float 2.1: within 0.1
-    assert calc.check({"S_scaled": floats}).verdicts("S_scaled")[0].tolist() == ["correct"] * 3
+    floats = [[float(x) for x in row] for row in typed]  # 2.10 is the float 2.1: one decimal, ±0.05
+    as_floats = calc.check({"S_scaled": floats}).to_dict()["tensors"]["S_scaled"]
+    assert as_floats["tolerance"][0] == [0.05, 0.05, 0.005]  # 2.0, 2.1: one decimal; 1.76: two
+    # 2.1 is not 2.196 at one decimal either (2.2; was "correct": within a full unit, 0.1)
+    assert as_floats["verdicts"][0] == ["correct", "slip", "correct"]
     text = "A =\n" + "\n".join(" ".join(f"{x:.3f}" for x in row) for row in A)
     assert attncalc.load("woaini").check(text).all_correct  # and a plain-text worksheet
 

@@ -161,7 +161,9 @@ def test_the_sample_worksheet_finds_the_missing_scale(cli):
     sheet = os.path.join(ROOT, "examples", "worksheets", "woaini-mine.txt")
     result = cli("check", sheet, "--example", "woaini", "-f", "table")
     assert result.exit_code == 1
-    assert "First slip: S_scaled — no ÷√d_k" in result.stdout and "8 carried forward" in result.stdout
+    assert (
+        "First slip: S_scaled — no ÷√d_k" in result.stdout and "9 carried forward" in result.stdout
+    )  # A[爱, 你] = 0.37 too (was correct)
 
 
 # ---- generation stops, and says how far it is ---------------------------------------------------

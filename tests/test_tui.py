@@ -209,9 +209,10 @@ def test_quiz_verdicts_score_and_the_line_after(woaini):
         said.append(app.panel_text)
 
     app = drive(woaini["en"], quiz=True, check=check)
-    assert said[0].startswith("Right: 1 is within 0.5 of 1.000.\nX[爱, 1] = E[爱, 1] = 1")
-    said[1] = " ".join(said[1].split())  # wrapped between words at the panel's width
-    assert said[1].startswith("Not quite: H[爱, 1] is 1.540, you wrote 5 (tolerance 0.2). The arithmetic:")
+    assert said[0].startswith("Right: 1 (X[爱, 1] is 1.000; right at your decimals: 1).\nX[爱, 1] = E[爱, 1] = 1")
+    assert said[1].startswith(
+        "Not quite: H[爱, 1] is 1.540, you wrote 5 (right at your decimals: 1.540). The arithmetic:"
+    )
     assert said[1].endswith("H[爱, 1] = 1.000 + 0.540 = 1.540")
     assert said[2].endswith("quiz 1/2")
     assert said[3].startswith("Skipped. The arithmetic:\nQ[爱, 1] = ")
@@ -233,7 +234,7 @@ def test_a_resize_after_the_answer_keeps_the_verdict(woaini):
         said.append(app.panel_text)
 
     drive(woaini["en"], quiz=True, check=check)
-    assert said[0].startswith("Right: 1 is within 0.5 of 1.000.\nX[爱, 1] = E[爱, 1] = 1")
+    assert said[0].startswith("Right: 1 (X[爱, 1] is 1.000; right at your decimals: 1).\nX[爱, 1] = E[爱, 1] = 1")
     assert said[1].startswith("X[爱, 2] = ") and "Right" not in said[1]
 
 

@@ -55,7 +55,7 @@ def test_quiz_score_in_the_line_after(pane):
     p = pane("--example woaini --quiz")
     p.wait(lambda shown: "Quiz: compute X[爱, 1] yourself" in shown, "the quiz")
     p.send("1", "Enter")
-    p.wait(lambda shown: "Right: 1 is within 0.5 of 1.000." in shown, "the verdict")
+    p.wait(lambda shown: "Right: 1 (X[爱, 1] is 1.000; right at your decimals: 1)." in shown, "the verdict")
     p.send("q")
     shown = p.wait(lambda shown: "EXIT=" in shown, "the exit code")
     assert "attncalc walk: 1 of 30 steps seen. Quiz: 1 of 1 right.\nEXIT=0" in shown

@@ -7,8 +7,7 @@ import pytest
 import test_check as base
 from test_check import r3, sheet, softmax, verdicts
 
-from attncalc.cli.walk_cmd import judge
-from attncalc.tolerance import decimals, written
+from attncalc.tolerance import cell_decimals, decimals, judge
 
 check, truth = base.check, base.truth  # the worksheet fixtures of test_check.py
 
@@ -28,7 +27,8 @@ def test_o_alone_from_the_on_screen_a_and_v_is_right(check, truth):
     code, report, _ = check(sheet({"O": o}))
     assert code == 0 and (verdicts(report, "O") == "correct").all()
     tol = np.array(report["tensors"]["O"]["tolerance"])
-    assert (tol > 0.001).all() and (tol < 0.01).all()  # 0.001 as written + the inputs' rounding
+    assert (tol == 0.0005).all()  # half a unit of 3 decimals, around the path from A and V at 3 decimals
+    assert r3(t["O"])[0, 0] == pytest.approx(1.173)  # the exact value rounds otherwise: only the path gives 1.172
 
 
 def test_o_with_a_and_v_from_the_screen_is_right(check, truth):
@@ -86,7 +86,10 @@ def test_a_mistake_is_named_only_when_it_reproduces_every_cell(check, truth):
     t = truth()
     cols = softmax(t["S_scaled"], axis=0)
     code, report, _ = check(sheet({"A": cols}))
-    assert report["tensors"]["A"]["mistake"] == "softmax over columns instead of rows"
+    assert report["tensors"]["A"]["mistake"] == (  # S is symmetric here: the columns' softmax is Aᵀ
+        "softmax over columns instead of rows, or A written transposed (rows as columns): "
+        "in this example they give the same numbers"
+    )
     cols[0, 0] += 0.2  # one cell no longer follows the columns mistake
     code, report, _ = check(sheet({"A": cols}))
     assert report["tensors"]["A"]["mistake"] is None
@@ -98,12 +101,12 @@ def test_decimals_as_written():
 
 
 def test_whole_numbers_count_at_the_matrix_decimals_unless_the_tensor_is_whole():
-    tol, most = written(np.array(["0", "0.426", "1.77"], object), np.array([0.2, 0.4257, 1.77]))
-    assert most == 3 and tol.tolist() == pytest.approx([0.001, 0.001, 0.01])
-    tol, _ = written(np.array(["0", "1"], object), np.array([0.0, 1.0]))  # a mask: 0 and 1 exactly
-    assert tol.tolist() == [0.5, 0.5]
-    tol, _ = written(np.array(["0", "1"], object), np.array([0.213, 0.4]))  # not whole: a tenth of the scale
-    assert tol.tolist() == pytest.approx([0.04, 0.04])
+    d = cell_decimals([0, 3, 2], [True, False, False], np.array([0.2, 0.4257, 1.77]), screen=3)
+    assert d.tolist() == [3, 3, 2]  # `0` among 0.426 and 1.77 means 0.000
+    assert cell_decimals([0, 0], [True, True], np.array([0.0, 1.0]), screen=3).tolist() == [0, 0]  # a mask
+    # not whole, every cell whole: at the screen's decimals (was ±a tenth of the scale, 0.04)
+    assert cell_decimals([0, 0], [True, True], np.array([0.213, 0.4]), screen=3).tolist() == [3, 3]
+    assert decimals("33.3%") == (3, False) and decimals("1/3") == (0, True)
 
 
 def test_quiz_zero_is_not_right_for_0213(cli):
@@ -122,7 +125,8 @@ def test_report_wording(check):
     code, _, result = check("A =\n0 0 0\n0 0 0\n0 1 0\n", fmt="table", name="w.txt")
     out = result.stdout
     assert "… 1 more wrong cell (-f json lists it)" in out  # 9 wrong, 8 explained (was "1 more wrong cells")
-    assert "✗ A[我, 我]: you wrote 0, correct 0.333 (tolerance ±0.043)" in out  # was "(within ±0.5)"
+    # what 3-decimal answers the rounding paths allow (was "(tolerance ±0.043)", a tenth of the scale)
+    assert "✗ A[我, 我]: you wrote 0, correct 0.333 (right at your decimals: 0.332, 0.333, 0.334 or 0.335)" in out
     assert "within" not in out
 
 

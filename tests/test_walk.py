@@ -10,8 +10,8 @@ import pytest
 from rich.cells import cell_len
 
 from attncalc import texts
-from attncalc.cli.walk_cmd import judge
 from attncalc.texts import wrap
+from attncalc.tolerance import judge
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -147,7 +147,7 @@ def test_quiz_says_right_and_wrong_and_shows_the_arithmetic():
     c = spawn("--quiz")
     c.expect(r"Quiz: compute X\[爱, 1\] yourself")
     c.sendline("1")
-    c.expect_exact("Right: 1 is within 0.5 of 1.000")
+    c.expect_exact("Right: 1 (X[爱, 1] is 1.000; right at your decimals: 1)")
     c.expect(KEYS)
     c.send(" ")
     c.expect(r"Quiz: compute H\[爱, 1\] yourself")
@@ -269,8 +269,11 @@ def test_export_saves_what_the_terminal_showed(cli, tmp_path, ext, marks):
 def test_quiz_reads_answers_from_a_pipe_too(cli):
     r = cli("walk", "--example", "woaini", "--no-pause", "--quiz", "--to", "qkv", input="1\n\n1.77\n")
     assert r.exit_code == 0, r.stderr
-    assert "Right: 1 is within 0.5" in r.stdout and "Skipped." in r.stdout
-    assert "Right: 1.77 is within 0.01 of 1.770" in r.stdout and "Quiz: 2 of 2 right." in r.stdout
+    assert "Right: 1 (X[爱, 1] is 1.000; right at your decimals: 1)" in r.stdout and "Skipped." in r.stdout
+    assert (
+        "Right: 1.77 (Q[爱, 1] is 1.770; right at your decimals: 1.75 or 1.77)" in r.stdout
+        and "Quiz: 2 of 2 right." in r.stdout
+    )
 
 
 def test_variants_have_their_own_why(cli, tmp_path):
@@ -306,9 +309,9 @@ def test_variants_have_their_own_why(cli, tmp_path):
 
 
 def test_judge_counts_decimals_as_check_does():
-    assert judge("0.43", 0.426) == (True, pytest.approx(0.01))
+    assert judge("0.43", 0.426) == (True, ["0.43"])  # (right, what is right at the answer's decimals)
     assert judge("0.44", 0.426)[0] is False
-    assert judge("−∞", float("-inf")) == (True, 0.0)
+    assert judge("−∞", float("-inf")) == (True, ["−∞"])
     assert judge("abc", 1.0) is None
 
 

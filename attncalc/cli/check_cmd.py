@@ -55,6 +55,7 @@ def register(app: typer.Typer) -> None:
         text: o.Text = None,
         ids: o.Ids = None,
         layer: o.Layer = None,
+        head: o.Head = None,
         debug: o.Debug = False,
     ):
         """Check your own hand-computed matrices: each cell correct, carried forward, or a slip."""

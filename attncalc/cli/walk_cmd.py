@@ -324,9 +324,10 @@ class Tour:
     def ask(self, s) -> list[str]:
         """One quiz question on screen s (when it has one): its inputs, your number, the verdict and the
         arithmetic. Returns the tensors drawn with the question."""
+        from attncalc.render.check_view import either
         from attncalc.render.table import print_explanation, print_views
         from attncalc.render.text import fmt
-        from attncalc.tolerance import answer_tolerance
+        from attncalc.tolerance import judge
         from attncalc.walk import label_of, quiz_cell, views_of
 
         if s.quiz is None:
@@ -347,12 +348,12 @@ class Tour:
             if not line.strip():
                 self.con.print(self.text("skipped"), markup=False)
                 break
-            verdict = judge(line, true, lambda text: answer_tolerance(g, s.quiz, idx, text, self.p))
+            verdict = judge(line, true, g, s.quiz, idx, self.p)
             if verdict is not None:
                 break
             self.say("quiz_nan")
         if verdict is not None:
-            ok, tol = verdict
+            ok, accepted = verdict
             self.answered += 1
             self.right += ok
             self.con.print(
@@ -361,34 +362,10 @@ class Tour:
                     label=label,
                     value=fmt(true, self.p),
                     answer=line.strip(),
-                    tol=float(f"{tol:.2g}"),
+                    accepted=either(accepted, self.w.lang),
                 ),
                 markup=False,
             )
         print_explanation(self.con, label, g.explain(s.quiz, idx), self.p)
         self.con.print()
         return before
-
-
-def judge(answer: str, value: float, tolerance=None):
-    """(right?, tolerance) of a typed answer, None when it is not a number. `tolerance(text)` is the
-    quiz's (attncalc/tolerance.py: decimals, inputs seen at the screen's precision, the tensor's scale);
-    without it, the answer's decimals against this one value."""
-    import math
-
-    import numpy as np
-
-    from attncalc.inputs.literal import NEG_INF
-    from attncalc.tolerance import written
-
-    text = answer.strip().replace("−", "-")
-    if text.lower() in NEG_INF:
-        return value == -math.inf, 0.0
-    try:
-        x = float(text)
-    except ValueError:
-        return None
-    if not math.isfinite(x):
-        return None
-    tol = tolerance(text) if tolerance else float(written(np.array([text], object), np.array([value]))[0][0])
-    return abs(x - value) <= tol * (1 + 1e-9), tol

@@ -14,8 +14,11 @@ import numpy as np
 
 from attncalc.errors import InputError, describe
 from attncalc.inputs.literal import NEG_INF
+from attncalc.tolerance import decimals
 
 NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
+_FRACTION = re.compile(r"([+-]?\d+)/(\d+)")
+_NUMBER_LIKE = re.compile(r"[+-]?(?:\d|\.\d)|[+-]?(?:nan|inf)", re.IGNORECASE)  # meant as a number
 
 
 class Literal(float):
@@ -29,34 +32,49 @@ class Literal(float):
 
 @dataclass
 class Sheet:
-    """One tensor of a worksheet: values (−∞ allowed), tolerance and text of each cell."""
+    """One tensor of a worksheet: values (−∞ allowed), the decimals of each cell as written (and whether
+    it counts at the matrix's decimals: a whole number or a fraction), its text; `head` when the sheet
+    holds one head of a per-head tensor (`A[5] =`)."""
 
     name: str
     values: np.ndarray
-    tol: np.ndarray
+    decimals: np.ndarray
+    whole: np.ndarray
     text: np.ndarray  # object array of strings as written
     where: str
+    head: int | None = None
 
 
-def tolerance_of(text: str) -> float:
-    """10^-decimals for a decimal number, 0.5 for an integer (see the module docstring)."""
-    m = NUMBER.fullmatch(text.strip().replace("−", "-"))
-    if not m:
-        return 0.0
-    decimals = len(m.group(2) or m.group(3) or "") - int(m.group(4) or 0)
-    return 10.0**-decimals if decimals > 0 else 0.5 * 10.0**-decimals
+def number_of(text: str) -> float | None:
+    """A cell's number as people write it: `0.43`, `−1.5`, `4.26e-1`, `33.3%` (0.333), `1/3` (exactly a
+    third), `-inf` / `−∞` (a blocked cell); None when it is not one."""
+    t = text.strip().replace("−", "-")
+    if t.lower() in NEG_INF:
+        return -math.inf
+    if NUMBER.fullmatch(t):
+        return float(t)
+    if t.endswith("%") and NUMBER.fullmatch(t[:-1]):
+        return float(t[:-1]) / 100
+    m = _FRACTION.fullmatch(t)
+    if m and int(m.group(2)):
+        return int(m.group(1)) / int(m.group(2))
+    return None
 
 
-def _cell(v, where: str, text_ok: bool = False):
-    """(value, text) of one worksheet cell, or InputError naming it (text_ok: a plain-text sheet)."""
-    if isinstance(v, str) and v.strip().lower() in NEG_INF:
-        return -math.inf, v
-    if isinstance(v, str) and text_ok:
-        t = v.strip().replace("−", "-")
-        if NUMBER.fullmatch(t):
-            if not math.isfinite(float(t)):  # 1e999
-                raise InputError(where, "a finite number", t)
-            return float(t), t
+def is_token(cell: str) -> bool:
+    """A row or column label (a token such as 我 or ##ing): a cell not written as a number is meant as one."""
+    return not _NUMBER_LIKE.match(cell.strip().replace("−", "-")) and number_of(cell) is None
+
+
+def _cell(v, where: str):
+    """(value, text) of one worksheet cell, or InputError naming it."""
+    if isinstance(v, str):
+        x = number_of(v)
+        if x is None:
+            raise InputError(where, 'a number (0.43, 33.3%, 1/3, or "-inf" for a blocked cell)', describe(v))
+        if math.isnan(x) or x == math.inf:  # 1e999
+            raise InputError(where, "a finite number", v.strip())
+        return x, v.strip()
     if isinstance(v, float) and not isinstance(v, bool):
         text = getattr(v, "text", repr(v))
         if not math.isfinite(v):
@@ -65,15 +83,15 @@ def _cell(v, where: str, text_ok: bool = False):
     raise InputError(where, 'a number (or "-inf" for a blocked cell)', describe(v))
 
 
-def _blocks(v, where: str, text_ok: bool = False):
+def _blocks(v, where: str):
     """Nested lists → (shape, [(value, text), …]); rows of unequal length are named."""
     if not isinstance(v, list):
-        return (), [_cell(v, where, text_ok)]
+        return (), [_cell(v, where)]
     if not v:
         raise InputError(where, "a non-empty list of numbers", "[]")
     shape, cells = None, []
     for k, x in enumerate(v):
-        s, c = _blocks(x, f"{where}[{k}]", text_ok)
+        s, c = _blocks(x, f"{where}[{k}]")
         if shape is None:
             shape = s
         elif s != shape:
@@ -88,13 +106,29 @@ def _shape_text(shape) -> str:
     return "a number" if not shape else f"{shape[0]} numbers" if len(shape) == 1 else "×".join(map(str, shape))
 
 
-def _sheet(name: str, value, where: str, text_ok: bool = False) -> Sheet:
-    shape, cells = _blocks(value, where, text_ok)
+def _sheet(name: str, value, where: str, head: int | None = None) -> Sheet:
+    shape, cells = _blocks(value, where)
     vals = np.array([c[0] for c in cells], float).reshape(shape)
     text = np.empty(len(cells), object)
     text[:] = [c[1] for c in cells]
-    tol = np.array([0.0 if math.isinf(c[0]) else tolerance_of(c[1]) for c in cells]).reshape(shape)
-    return Sheet(name, vals, tol, text.reshape(shape), where)
+    parsed = [(0, False) if math.isinf(c[0]) else decimals(c[1]) for c in cells]
+    own = np.array([d for d, _ in parsed], int).reshape(shape)
+    whole = np.array([w for _, w in parsed], bool).reshape(shape)
+    return Sheet(name, vals, own, whole, text.reshape(shape), where, head)
+
+
+def _once(pairs):
+    """A JSON object, refusing a key given twice (the text form refuses a tensor named twice too)."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Twice(k)
+        out[k] = v
+    return out
+
+
+class _Twice(ValueError):
+    pass
 
 
 def _reject(name):
@@ -114,7 +148,9 @@ def parse_worksheet(text: str, source: str) -> dict[str, Sheet]:
     if len(text) > EARLY_JSON:
         _refuse_early_json(text, source)
     try:
-        data = json.loads(text, parse_float=Literal, parse_int=Literal, parse_constant=_reject)
+        data = json.loads(text, parse_float=Literal, parse_int=Literal, parse_constant=_reject, object_pairs_hook=_once)
+    except _Twice as e:
+        raise InputError(f"{source}: {e}", f"{e} once", "a second one") from None
     except json.JSONDecodeError as e:
         raise InputError(source, "valid JSON", f"{e.msg} at line {e.lineno}, column {e.colno}") from None
     except ValueError as e:
@@ -184,7 +220,7 @@ _MARKS = "~✗✓*"  # check's marks on a cell (~0.40, ✗1.2), kept out of the 
 
 
 def _is_number(token: str) -> bool:
-    return token.lower() in NEG_INF or bool(NUMBER.fullmatch(token.replace("−", "-")))
+    return number_of(token) is not None
 
 
 def _tokens(line: str) -> list[list[str]]:
@@ -197,30 +233,33 @@ def _tokens(line: str) -> list[list[str]]:
     return rows
 
 
+def _indices(cells) -> bool:
+    return bool(cells) and all(c == str(k) for k, c in enumerate(cells))
+
+
 def _unlabel(lines: list) -> list:
-    """Rows as pasted from attncalc's own screen lose the column header and the row labels:
-    a leading line without a number (tokens `我 爱 你`), or a first line of integers one shorter than
-    every row after it (dimensions `0 1 2 3`) is the header; a row's non-numeric first cell is its label."""
-    while lines and not any(map(_is_number, lines[0][1])):  # column labels, check's "mistake:" line
-        lines = lines[1:]
-    if not lines:
-        return lines
-    first = lines[0][1]
-    labelled = len(lines) > 1 and all(len(t) == len(first) + 1 for _, t in lines[1:])
-    if labelled:
-        lines = lines[1:]
-    out = []
-    for lineno, cells in lines:
-        if labelled or (len(cells) > 1 and not _is_number(cells[0]) and all(map(_is_number, cells[1:]))):
-            cells = cells[1:]
-        out.append((lineno, cells))
-    return out
+    """Rows as people write them, or as pasted from attncalc's own screen. A column header is a leading
+    line of tokens (`我 爱 你`, check's "mistake:" line) or of the indices `0 1 2 3` above rows that each
+    start with a label; a row label is a token (never a number: `nan`, `0x1`, `1_0` are numbers written
+    wrong, and are named). Everything else is a row of numbers."""
+    while lines and (all(map(is_token, lines[0][1])) or lines[0][1][0].endswith((":", "："))):
+        lines = lines[1:]  # a header, or a line that starts with a label (check's "mistake: …")
+    if len(lines) > 1 and _indices(lines[0][1]):
+        k = len(lines[0][1])
+        rest = lines[1:]
+        if all(len(t) == k + 1 and (is_token(t[0]) or t[0] == str(r)) for r, (_, t) in enumerate(rest)):
+            return [(lineno, t[1:]) for lineno, t in rest]
+    widths = [len(t) - (len(t) > 1 and is_token(t[0])) for _, t in lines]
+    width = max(set(widths), key=widths.count) if widths else 0
+    # a leading token is a label only when the row is one longer than the rows of numbers
+    return [(lineno, t[1:] if len(t) == width + 1 and is_token(t[0]) else t) for lineno, t in lines]
 
 
 def _parse_text(text: str, source: str) -> dict[str, Sheet]:
     """`NAME =` (or `NAME[h] =` for head h) then rows, until the next header (blank lines may come
     between rows); a table pasted from attncalc's screen (title, header row, row labels) reads too."""
     found: dict[str, dict[int, list]] = {}
+    explicit = set()  # tensors whose heads are numbered (`A[5] =`, a title's `head 5`)
     lines, name, head = None, "", 0
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0]
@@ -239,6 +278,8 @@ def _parse_text(text: str, source: str) -> dict[str, Sheet]:
             if corner and lines == [] and heads.get(head) is lines:  # the title had no head: this is its head
                 del heads[head]
             head = int(head_text or 0)
+            if head_text:
+                explicit.add(name)
             if head in heads:
                 label = f"{name}[{head}]" if head_text else name
                 raise InputError(f"{source} line {lineno}", f"{label} once", "a second one")
@@ -255,27 +296,30 @@ def _parse_text(text: str, source: str) -> dict[str, Sheet]:
             lines.append((lineno, cells))
     out = {}
     for name, heads in found.items():
-        if sorted(heads) != list(range(len(heads))):
+        one = len(heads) == 1 and name in explicit  # `A[5] =` alone: head 5 of a per-head tensor
+        if not one and sorted(heads) != list(range(len(heads))):
             raise InputError(f"{source}: {name}", "heads numbered 0, 1, … without gaps", str(sorted(heads)))
         blocks = [_rows(source, name, _unlabel(heads[h])) for h in sorted(heads)]
         if any(not rows for rows in blocks):
             raise InputError(f"{source}: {name}", "rows of numbers after the header", "none")
-        out[name] = _sheet(name, blocks[0] if len(blocks) == 1 else blocks, f"{source}: {name}", text_ok=True)
+        value = blocks[0] if len(blocks) == 1 else blocks
+        out[name] = _sheet(name, value, f"{source}: {name}", head=next(iter(heads)) if one else None)
     if not out:
         raise InputError(source, 'a worksheet: "Q =" followed by rows of numbers', "no tensor header")
     return out
 
 
 def _rows(source: str, name: str, lines: list) -> list[list[str]]:
-    """The cell texts of a tensor's rows, each cell checked and every row as long as the first."""
+    """The cell texts of a tensor's rows, each cell checked and every row as long as most rows are."""
+    widths = [len(cells) for _, cells in lines]
+    width = max(set(widths), key=lambda w: (widths.count(w), w)) if widths else 0
     rows = []
     for lineno, cells in lines:
         r = len(rows)
         for j, t in enumerate(cells):
-            _cell(t, f"{source}: {name}[{r}][{j}] (line {lineno})", text_ok=True)
-        if rows and len(cells) != len(rows[0]):
-            raise InputError(
-                f"{source}: {name}[{r}] (line {lineno})", f"{len(rows[0])} numbers like row 0", str(len(cells))
-            )
+            _cell(t, f"{source}: {name}[{r}][{j}] (line {lineno})")
+        if len(cells) != width:
+            like = "the other rows" if len(lines) > 2 else "the other row"
+            raise InputError(f"{source}: {name}[{r}] (line {lineno})", f"{width} numbers like {like}", str(len(cells)))
         rows.append(cells)
     return rows

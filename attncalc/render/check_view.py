@@ -12,6 +12,13 @@ STYLE = {"carried": "yellow", "slip": "bold red"}
 SHOWN = 8  # wrong cells explained per tensor on screen (-f json has up to 100)
 
 
+def either(values: list[str], lang: str | None = None) -> str:
+    """`0.42 or 0.43`, `0.42, 0.43 or 0.44`: the numbers that would have been right."""
+    if len(values) < 2:
+        return "".join(values)
+    return say("check.accepted_sep", lang).join(values[:-1]) + say("check.accepted_or", lang) + values[-1]
+
+
 def _cell_text(verdict: str, written: str) -> str:
     return MARK[verdict] + written
 
@@ -49,22 +56,21 @@ def _explain(cell: dict, p: int) -> list[str]:
         return ["    " + (head if k == 0 else " " * cell_len(head)) + w for k, w in enumerate(lines)]
 
     correct, yours = _num(cell["correct"]), cell["from_yours"]
-    out = [
-        MARK[cell["verdict"]]
-        + " "
-        + say(
-            "check.you_wrote",
-            label=cell["label"],
-            written=cell["written"],
-            correct=fmt(correct, p),
-            tol=f"{cell['tolerance']:.2g}",
-        )
-    ] + work(cell["work"])
-    if yours is not None and (cell["verdict"] == "carried" or abs(_num(yours) - correct) > cell["tolerance"]):
+    facts = {"label": cell["label"], "written": cell["written"], "correct": fmt(correct, p)}
+    if cell.get("accepted") is None:  # --tol
+        line = say("check.you_wrote", tol=f"{cell['tolerance']:.2g}", **facts)
+    else:
+        line = say("check.you_wrote_at", accepted=either(cell["accepted"]), **facts)
+    out = [MARK[cell["verdict"]] + " " + line] + work(cell["work"])
+    if yours is not None and (cell["verdict"] == "carried" or abs(_num(yours) - correct) > 2 * cell["tolerance"]):
         key = "check.from_yours_carried" if cell["verdict"] == "carried" else "check.from_yours_slip"
         out.append("  " + say(key, value=fmt(_num(yours), p)))
         out += work(cell["work_from_yours"])
     return out
+
+
+def _head(t: dict) -> str:
+    return "  " + say("caption.head", h=t["head"]) if t.get("head") is not None else ""
 
 
 def _num(x) -> float:
@@ -107,7 +113,7 @@ def draw(graph, report: dict, p: int) -> None:
         node = graph.node(name)
         verdicts, written = np.array(t["verdicts"], object), np.array(t["written"], object)
         con.print(
-            f"{name}: {t['formula'] or name}   [{'×'.join(map(str, t['shape']))}]   {_status(t)}",
+            f"{name}: {t['formula'] or name}   [{'×'.join(map(str, t['shape']))}]{_head(t)}   {_status(t)}",
             style="bold",
             markup=False,
             soft_wrap=True,
@@ -140,6 +146,8 @@ def draw(graph, report: dict, p: int) -> None:
             more = t["wrong"] - SHOWN
             con.print("  " + say("check.more_wrong_one" if more == 1 else "check.more_wrong", n=more), markup=False)
         con.print()
+    for note in report.get("notes", []):
+        con.print(note, markup=False, soft_wrap=True)
     con.print(_summary(report), style="bold", markup=False, soft_wrap=True)
 
 
@@ -150,7 +158,7 @@ def markdown(graph, report: dict, p: int) -> str:
     parts = [say("check.legend"), ""] if report["summary"]["cells"] != report["summary"]["correct"] else []
     for name, t in report["tensors"].items():
         node = graph.node(name)
-        parts.append(f"### {name}: {t['formula'] or name} — {_status(t)}")
+        parts.append(f"### {name}: {t['formula'] or name}{_head(t)} — {_status(t)}")
         if t["mistake"]:
             parts.append(f"**{say('check.mistake_label')}** {t['mistake']}")
         vd, wr = np.array(t["verdicts"], object), np.array(t["written"], object)
@@ -171,5 +179,6 @@ def markdown(graph, report: dict, p: int) -> str:
         if t["cells"]:
             parts += ["", "```"] + [line for cell in t["cells"] for line in _explain(cell, p)] + ["```"]
         parts.append("")
+    parts += [note + "\n" for note in report.get("notes", [])]
     parts.append(_summary(report))
     return "\n".join(parts)

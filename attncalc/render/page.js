@@ -246,12 +246,13 @@ function askQuiz(q) {
   box.focus();
 }
 
-function tolerance(q, text) {
+function way(q, text) {
+  // the rounding paths' values at the decimals typed, and half a unit there (page.py's table)
   const m = DECIMAL.exec(text);
   if (!m) return null;
   if (m[1] === undefined && m[2] === undefined && m[4] === undefined) return q.whole;
   const d = (m[1] !== undefined ? m[1] : m[2] || "").length - Number(m[4] || 0);
-  return q.tol[String(Math.min(12, Math.max(-6, d)))];
+  return q.ways[String(Math.min(8, Math.max(-2, d)))];
 }
 
 function answer() {
@@ -259,11 +260,13 @@ function answer() {
   let said;
   if (!text) said = say("skipped");
   else {
-    const neg = NEG_INF.includes(plain.toLowerCase()), tol = neg ? [0, "0"] : tolerance(q, plain);
-    if (!tol) { document.getElementById("verdict").textContent = say("quiz_nan"); return; }
-    const ok = neg ? q.true === "-inf" : typeof q.true === "number" && Math.abs(Number(plain) - q.true) <= tol[0] * (1 + 1e-9);
+    const neg = NEG_INF.includes(plain.toLowerCase()), w = neg ? { values: [], half: 0, accepted: {} } : way(q, plain);
+    if (!w) { document.getElementById("verdict").textContent = say("quiz_nan"); return; }
+    const y = Number(plain), slack = (v) => 1e-9 * Math.max(1, Math.abs(v));
+    const ok = neg ? q.true === "-inf" : w.values.some((v) => Math.abs(y - v) <= w.half * (1 + 1e-9) + slack(v));
     S.asked[S.k] = ok;
-    said = say(ok ? "right" : "wrong", { label: q.label[S.lang], value: q.value, answer: text, tol: tol[1] });
+    const shown = neg ? "−∞" : w.accepted[S.lang];
+    said = say(ok ? "right" : "wrong", { label: q.label[S.lang], value: q.value, answer: text, accepted: shown });
   }
   S.answered[S.k] = said;
   document.getElementById("quiz").classList.remove("open");

@@ -26,7 +26,7 @@ from attncalc.render.text import expansion_lines, explanation_text, fmt
 from attncalc.render.view import cell_text, visible
 
 LONG = 200  # tokens (numbers, operators) in a cell's arithmetic beyond which the page writes out only the worked cells (see tensor_data)
-DECIMALS = range(-6, 13)  # the quiz's tolerance table: decimals typed (beyond these the tolerance no longer moves)
+DECIMALS = range(-2, 9)  # the quiz's table: decimals typed (the script judges fewer or more at these ends)
 # the texts the script says: page.*, ui.*, tui.* (filled in by the script, see Slot)
 PAGE_KEYS = ("steps", "click", "keys", "head", "lines", "lines_why", "check", "quiz_on", "theme", "long")
 UI_KEYS = ("step", "inputs", "weights", "example", "right", "wrong", "skipped", "quiz_nan", "score")
@@ -44,7 +44,7 @@ class Slot:
 
 
 def _template(key: str, lang: str) -> str:
-    fields = {"label", "value", "answer", "tol", "cells", "k", "n", "h", "right", "asked", "terms"}
+    fields = {"label", "value", "answer", "accepted", "cells", "k", "n", "h", "right", "asked", "terms"}
     return texts.t(key, lang, **{f: Slot(f) for f in fields})
 
 
@@ -139,9 +139,11 @@ def speaks(expansion) -> bool:
 
 
 def quiz_data(walk, s, p: int, langs) -> dict | None:
-    """The quiz of screen s: the hidden cell, its value, and the tolerance for each way of writing an answer
-    (a whole number, or d decimals): the script looks the typed answer up, so the rule is tolerance.py's."""
-    from attncalc.tolerance import answer_tolerances
+    """The quiz of screen s: the hidden cell, its value, and for each way of writing an answer (a whole
+    number, or d decimals) the values of the rounding paths and half a unit at those decimals: the script
+    judges a typed answer against them, so the rule is tolerance.py's (as check and the terminal quizzes)."""
+    from attncalc.render.check_view import either
+    from attncalc.tolerance import accepted, answer_decimals, half_unit, path_values
     from attncalc.walk import label_of, quiz_cell
 
     if s.quiz is None or s.quiz not in s.tensors:
@@ -150,8 +152,17 @@ def quiz_data(walk, s, p: int, langs) -> dict | None:
     value = g.value(s.quiz)
     idx = quiz_cell(np.shape(value))
     true = float(value[idx])
-    answers = ["1"] + [f"{1:.{d}f}" if d > 0 else f"1e{-d}" if d < 0 else "1." for d in DECIMALS]
-    tols = answer_tolerances(g, s.quiz, idx, answers, p)
+    truth = np.asarray(value, float)
+
+    def way(answer: str) -> dict:
+        d = answer_decimals(answer, truth, p)
+        values = [v for v in path_values(g, s.quiz, idx, d, p) if math.isfinite(v)]
+        shown = {}
+        for lang in langs:
+            texts.use(lang)
+            shown[lang] = either(accepted(values, d), lang)
+        return {"values": values, "half": float(half_unit(np.array([d]))[0]), "accepted": shown}
+
     labels = {}
     for lang in langs:
         texts.use(lang)
@@ -162,8 +173,8 @@ def quiz_data(walk, s, p: int, langs) -> dict | None:
         "value": fmt(true, p),
         "true": true if math.isfinite(true) else str(true),
         "label": labels,
-        "whole": [tols[0], f"{float(f'{tols[0]:.2g}'):g}"],
-        "tol": {str(d): [t, f"{float(f'{t:.2g}'):g}"] for d, t in zip(DECIMALS, tols[1:])},
+        "whole": way("1"),
+        "ways": {str(d): way(f"{1:.{d}f}" if d > 0 else f"1e{-d}" if d < 0 else "1.") for d in DECIMALS},
     }
 
 

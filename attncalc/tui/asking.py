@@ -124,30 +124,31 @@ class Asking:
         self.open_input("quiz", texts.t("tui.quiz_prompt", self.walk.lang, label=label))
 
     def answer(self, text: str) -> None:
-        """The verdict on a typed answer (the printed quiz's tolerance: attncalc/tolerance.py), then the arithmetic."""
-        from attncalc.cli.walk_cmd import judge
-        from attncalc.tolerance import answer_tolerance
+        """The verdict on a typed answer (the rounding paths of the printed quiz and check: attncalc/tolerance.py),
+        then the arithmetic."""
+        from attncalc.render.check_view import either
+        from attncalc.tolerance import judge
 
         grid, lang = self.grids[self.current], self.walk.lang
         graph, name = self.walk.session.graph, grid.matrix.name
         idx = grid.matrix.index(grid.hidden)
         value = float(graph.value(name)[idx])
         label = label_of(graph.node(name), idx)
-        verdict = judge(text, value, lambda t: answer_tolerance(graph, name, idx, t, self.p)) if text else None
+        verdict = judge(text, value, graph, name, idx, self.p) if text else None
         if text and verdict is None:
             self.say(texts.ui("quiz_nan", lang))
             return
         if verdict is None:
             said = texts.ui("skipped", lang)
         else:
-            ok, tol = verdict
+            ok, accepted = verdict
             said = texts.ui(
                 "right" if ok else "wrong",
                 lang,
                 label=label,
                 value=fmt(value, self.p),
                 answer=text,
-                tol=float(f"{tol:.2g}"),
+                accepted=either(accepted, lang),
             )
         self.asked[self.k] = None if verdict is None else verdict[0]
         grid.hidden = None
