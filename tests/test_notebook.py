@@ -54,7 +54,7 @@ def test_a_check_report_is_a_table_of_verdicts():
     assert table.rows[0] == ["tensor", "formula", "cells", "correct", "carried", "slips", "mistake"]
     assert table.rows[1] == ["S", "S = Q·Kᵀ", "9", "8", "0", "1", ""]
     assert table.rows[2] == ["cell", "you wrote", "correct", "tolerance", "verdict"]
-    assert table.rows[3] == ["S[我, 我]", "9.0", "4.000", "±0.1", "slip"]
+    assert table.rows[3] == ["S[我, 我]", "9.0", "4.000", "±0.05", "slip"]
     assert "S[我, 我]" in bundle["text/plain"] and "{" not in bundle["text/plain"]
 
 
@@ -139,7 +139,7 @@ def test_the_displays_in_a_real_kernel():
     assert all(len(out) == 1 for out in shown), [cell.outputs for cell in nb.cells]
     tensor, report, generation, screen, picture = (out[0].data for out in shown)
     assert "0.213" in tensor["text/html"] and "爱" in tensor["text/html"]  # A[爱, 爱], token-labelled
-    assert Cells(report["text/html"]).rows[3] == ["S[我, 我]", "9.0", "4.000", "±0.1", "slip"]
+    assert Cells(report["text/html"]).rows[3] == ["S[我, 我]", "9.0", "4.000", "±0.05", "slip"]
     assert Cells(generation["text/html"]).caption == "generated: I love you </s>"
     assert Cells(screen["text/html"]).rows[0] == ["", "Softmax: scores become attention weights"]
     assert picture["image/svg+xml"].startswith("<svg") and "0.405" in picture["image/svg+xml"]

@@ -14,7 +14,8 @@ from browser import SEEN_COLOURS, browser, contrast  # noqa: F401 (browser: the 
 import attncalc
 from attncalc import texts
 from attncalc.render.text import explanation_text, fmt
-from attncalc.tolerance import answer_tolerance
+from attncalc.render.check_view import either
+from attncalc.tolerance import judge
 
 BYTES = 1_000_000  # "well under 1 MB" for one example's page
 
@@ -120,16 +121,18 @@ def test_a_cell_its_arithmetic_and_lit_operands_the_language_and_the_quiz(browse
     assert state == "open" and ask == texts.t("tui.quiz_prompt", "zh", label="A[爱, 爱]")
     assert text_of(browser, '.matrix[data-name="A"] td[data-key="1,1"]') == "?"
     browser.type("#answer", "0.213\ue007")  # typed, then Enter
-    tol = answer_tolerance(calc.graph, "A", (1, 1), "0.213", 3)
-    said = texts.ui("right", "zh", label="A[爱, 爱]", value="0.213", answer="0.213", tol=float(f"{tol:.2g}"))
+    ok, accepted = judge("0.213", float(calc["A"][1, 1]), calc.graph, "A", (1, 1), 3)  # the terminal's verdict
+    assert ok
+    said = texts.ui("right", "zh", label="A[爱, 爱]", value="0.213", answer="0.213", accepted=either(accepted, "zh"))
     assert text_of(browser, "#verdict") == said
     assert text_of(browser, '.matrix[data-name="A"] td[data-key="1,1"]') == "0.213"
     browser.click('#steps li[data-k="6"]')  # step 7: O, asked at O[爱, 1]
     true = float(calc["O"][1, 1])
     browser.type("#answer", f"{true + 0.2:.2f}\ue007")
-    tol = answer_tolerance(calc.graph, "O", (1, 1), f"{true + 0.2:.2f}", 3)
+    ok, accepted = judge(f"{true + 0.2:.2f}", true, calc.graph, "O", (1, 1), 3)
+    assert not ok
     wrong = texts.ui(
-        "wrong", "zh", label="O[爱, 1]", value=fmt(true), answer=f"{true + 0.2:.2f}", tol=float(f"{tol:.2g}")
+        "wrong", "zh", label="O[爱, 1]", value=fmt(true), answer=f"{true + 0.2:.2f}", accepted=either(accepted, "zh")
     )
     assert text_of(browser, "#verdict") == wrong
     assert text_of(browser, "#score") == texts.ui("score", "zh", right=1, asked=2)
