@@ -16,35 +16,22 @@ IDS = [3, 17, 5, 29, 8, 0, 2]  # no 1: RoBERTa's pad, whose position transformer
 LAYERS = 3
 
 
+def tiny(classes, head: bool, **config):
+    """A base model or its masked-LM head (the weights under "roberta." / "distilbert."), eager attention."""
+    config_class, base, with_head = classes
+    return (with_head if head else base)(config_class(vocab_size=40, attn_implementation="eager", **config))
+
+
 def roberta(head: bool = False, **config):
-    config = transformers.RobertaConfig(
-        vocab_size=40,
-        hidden_size=16,
-        intermediate_size=24,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        max_position_embeddings=12,  # 7 tokens read rows 2 … 8
-        type_vocab_size=1,
-        pad_token_id=1,
-        layer_norm_eps=1e-5,
-        attn_implementation="eager",
-        **config,
-    )
-    return (transformers.RobertaForMaskedLM if head else transformers.RobertaModel)(config)
+    classes = transformers.RobertaConfig, transformers.RobertaModel, transformers.RobertaForMaskedLM
+    shape = dict(hidden_size=16, intermediate_size=24, num_hidden_layers=LAYERS, num_attention_heads=4)
+    # 7 tokens read rows 2 … 8 of the 12; the eps is the config's own (BERT's default is 1e-12)
+    return tiny(classes, head, **shape, max_position_embeddings=12, type_vocab_size=1, layer_norm_eps=1e-5, **config)
 
 
 def distilbert(head: bool = False, **config):
-    config = transformers.DistilBertConfig(
-        vocab_size=40,
-        dim=16,
-        hidden_dim=24,
-        n_layers=LAYERS,
-        n_heads=4,
-        max_position_embeddings=10,
-        attn_implementation="eager",
-        **config,
-    )
-    return (transformers.DistilBertForMaskedLM if head else transformers.DistilBertModel)(config)
+    classes = transformers.DistilBertConfig, transformers.DistilBertModel, transformers.DistilBertForMaskedLM
+    return tiny(classes, head, dim=16, hidden_dim=24, n_layers=LAYERS, n_heads=4, max_position_embeddings=10, **config)
 
 
 @pytest.mark.parametrize("head", [False, True], ids=["base", "masked_lm"])
