@@ -93,23 +93,22 @@ class Builder:
         elif self.position == "learned":
             g.leaf("P", fx.array("position.table", (None, self.d)), "position.table")
             table = fx.get("position.table")
-            if len(table) < self.offset + len(labels):
+            start = fx.integer("position.start", 0, minimum=0)  # RoBERTa: position 0 reads row 2
+            first = start + self.offset
+            if len(table) < first + len(labels):
                 raise InputError(
                     fx.where("position.table"),
-                    f"at least {self.offset + len(labels)} rows (one per position)",
+                    f"at least {first + len(labels)} rows (one per position"
+                    + (f", from row {start})" if start else ")"),
                     f"{len(table)}",
                 )
             g.add(
                 Node(
                     prefix + "PE",
-                    op=Lookup(
-                        range(self.offset, self.offset + len(labels)),
-                        [str(self.offset + j) for j in range(len(labels))],
-                        "P",
-                    ),
+                    op=Lookup(range(first, first + len(labels)), [str(first + j) for j in range(len(labels))], "P"),
                     inputs=("P",),
                     stage=stage,
-                    formula="PE[pos] = P[pos]",
+                    formula=f"PE[pos] = P[pos + {start}]" if start else "PE[pos] = P[pos]",
                     rows=labels,
                     cols=cols,
                     about="pe",

@@ -55,6 +55,7 @@ FIELDS = {
         "type": "string",
         "base": "number",
         "table": "matrix",
+        "start": "integer",  # learned: the table's row of position 0 (RoBERTa: 2)
         "theta": "number",
         "layout": "string",
         "scaling": "open",

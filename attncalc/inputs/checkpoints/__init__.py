@@ -31,6 +31,7 @@ class Checkpoint:
     config_source: str = ""  # the file the config was read from (named in messages)
     _weights: dict | None = None
     _labels: list | None = None
+    _pad: int | None = None  # RoBERTa's pad token id: refused in the ids (bert.pad_id)
 
     @property
     def fields(self):
@@ -44,9 +45,12 @@ class Checkpoint:
         so `--set` on one fixture never changes another. `where` names where the ids came from."""
         labels = self.labels()
         for k, i in enumerate(ids):
-            if not 0 <= i < len(labels):
-                at = f"{where}[{k}]" if where != "--text" else f"--text (token {k} of {self.tokenizer.source})"
-                raise InputError(at, f"a token id from 0 to {len(labels) - 1} (the embedding's rows)", str(i))
+            if 0 <= i < len(labels) and i != self._pad:
+                continue
+            at = f"{where}[{k}]" if where != "--text" else f"--text (token {k} of {self.tokenizer.source})"
+            if i == self._pad:  # RoBERTa: transformers gives a pad the padding row, not position k + 2
+                raise InputError(at, f"ids without the pad token {i} (its position row is not computed)", str(i))
+            raise InputError(at, f"a token id from 0 to {len(labels) - 1} (the embedding's rows)", str(i))
         special = {
             role: labels[i]
             for role, i in (("bos", self.config.get("bos_token_id")), ("eos", self.config.get("eos_token_id")))
@@ -61,7 +65,7 @@ class Checkpoint:
         model_type = self.config.get("model_type")
         fields = self.fields
         if model_type in bert.MODEL_TYPES:
-            raw = bert.fixture(fields, self.tensors)
+            raw, self._pad = bert.fixture(fields, self.tensors), bert.pad_id(fields)
         elif model_type in llama.MODEL_TYPES:
             raw = llama.fixture(fields, self.tensors)
         elif model_type in gpt2.MODEL_TYPES and not self.gguf_architecture:

@@ -65,12 +65,10 @@ class Fields:
             raise InputError(self.where(key), " or ".join(allowed) + why, describe(value))
         return value
 
-    def layers(self, names, last_layer_tensor: str) -> int:
-        """num_hidden_layers, checked against the weights: its last layer's `last_layer_tensor` is stored."""
-        count = self.whole("num_hidden_layers")
+    def layers(self, names, last_layer_tensor: str, key: str = "num_hidden_layers") -> int:
+        """The layer count `key`, checked against the weights: its last layer's `last_layer_tensor` is stored."""
+        count = self.whole(key)
         name = last_layer_tensor.format(i=count - 1)
         if name not in names:
-            raise InputError(
-                self.where("num_hidden_layers"), "no more layers than the weights hold", f"{count} (no {name})"
-            )
+            raise InputError(self.where(key), "no more layers than the weights hold", f"{count} (no {name})")
         return count
