@@ -4,6 +4,7 @@ suits (exit 2), on tiny random checkpoints written with save_pretrained and on t
 when their packages are installed."""
 
 import pytest
+from conftest import doc
 from test_checkpoints_real import MINILM, SMOL, need_minilm, need_smol
 from test_checkpoints_tiny import llama, randomise, save, tiny_bert
 
@@ -58,3 +59,58 @@ def test_real_minilm_has_no_decoder(cli, command):
 @need_smol
 def test_real_smollm2_has_no_encoder(cli):
     refused(cli("encoder", "--model", SMOL, "--text", "I love you"), SMOL, *DECODER_ONLY)
+
+
+# ---- generate on a real model: one short block per step, the full tables with --full -----------------
+
+
+def test_generate_on_a_real_model_prints_one_short_block_per_step(cli, tiny_models):
+    _, dec = tiny_models
+    args = ("generate", "--model", dec, "--ids", "3,17,5", "-n", "10")
+    brief = cli(*args, "-f", "table")
+    assert brief.exit_code == 0, brief.stderr
+    lines = brief.stdout.splitlines()
+    assert len(lines) < 60, len(lines)
+    steps = doc(cli(*args, "-f", "json"))["steps"]
+    assert len(steps) == 10
+    tokens = [s["token"] for s in steps]
+    for s in steps:
+        head = next(line for line in lines if line.startswith(f"Step {s['step']} → "))
+        assert head == f"Step {s['step']} → {s['token']}   (cache: {s['cache_rows']} rows)"
+    tops = [line.strip() for line in lines if line.strip().startswith("top 5: ")]
+    assert len(tops) == 10
+    for s, top in zip(steps, tops):  # the chosen token is the most likely (greedy), with its probability
+        assert top.startswith(f"top 5: {s['token']} {s['probability']:.3f}  ")
+    so_far = [line.strip() for line in lines if line.strip().startswith("text so far: ")]
+    assert so_far[3] == "text so far: " + " ".join(tokens[:4])  # no tokenizer: the labels, spaced
+    assert lines[-1] == " ".join(tokens) and lines[-2] == "Generated text:"
+
+    full = cli(*args, "--full", "-f", "table")
+    assert full.exit_code == 0, full.stderr
+    assert len(full.stdout.splitlines()) > 3 * len(lines) and "dec.1.self.A" in full.stdout
+    assert "Step 0 → " not in full.stdout
+
+
+def test_full_is_refused_outside_tables(cli, tiny_models):
+    _, dec = tiny_models
+    r = cli("generate", "--model", dec, "--ids", "3,17,5", "-n", "2", "--full", "-f", "json")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert (
+        r.stderr.strip()
+        == "attncalc: error: --full: expected -f table (JSON keeps every tensor; --only picks some), found -f json"
+    )
+
+
+def test_a_bundled_example_keeps_its_full_tables(cli):
+    r = cli("generate", "--example", "tinyllama", "-n", "2", "-f", "table")
+    assert r.exit_code == 0, r.stderr
+    assert "Step 0 → " not in r.stdout and "probabilities, most likely first" in r.stdout
+
+
+@need_smol
+def test_real_smollm2_ends_with_its_decoded_text(cli):
+    r = cli("generate", "--model", SMOL, "--text", "The capital of France is", "-n", "3", "-f", "table")
+    assert r.exit_code == 0, r.stderr
+    assert len(r.stdout.splitlines()) < 20
+    assert "text so far:  Paris.↵\n" in r.stdout  # byte-level spaces decoded, a newline shown on one line
+    assert r.stdout.endswith("Generated text:\n Paris.\n\n")  # the text itself, its newline kept
