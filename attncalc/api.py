@@ -311,7 +311,9 @@ class Calculation:
         """The model generation runs: weights read once, the encoder (if any) run once."""
         from attncalc.core.build import Options
         from attncalc.decoding import Model
+        from attncalc.inputs.session import refuse_missing_half
 
+        refuse_missing_half(self.request, self.session.fixture, "generate")
         if not self.session.strict:
             raise InputError(
                 "input",

@@ -39,6 +39,15 @@ Seed = o.optional(
 Only = o.optional(
     "--only", help="With -f json keep only these tensors of every step, e.g. logits,probs,dec.0.self.A.", panel=o.OUTPUT
 )
+Full = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="A real model's steps as full tables (every layer's q, K, V, A, all probabilities); "
+        "by default one short block per step.",
+        rich_help_panel=o.OUTPUT,
+    ),
+]
 KvCache = Annotated[
     bool,
     typer.Option(
@@ -73,6 +82,25 @@ def _settings(max_new, strategy, temperature, top_k, top_p, seed, kv_cache):
         s.seed = secrets.randbelow(2**32)
         sys.stderr.write(f"attncalc: sampling with --seed {s.seed} (give it again to repeat this run)\n")
     return s
+
+
+def _text_of(session):
+    """For a real model (a checkpoint, not a bundled example): tokens → the text its tokenizer writes
+    (their labels joined by spaces when it has no tokenizer attncalc runs); None for any other input."""
+    ref = session.reference
+    model = ref.get("model") if isinstance(ref, dict) else None
+    if not isinstance(model, dict) or not isinstance(model.get("path"), str):
+        return None
+    from attncalc.inputs.checkpoints.source import checkpoint
+
+    ckpt = checkpoint(model["path"])
+    index = {label: i for i, label in enumerate(ckpt.labels())}
+
+    def text_of(tokens: list[str]) -> str:
+        text = ckpt.tokenizer.decode([index[t] for t in tokens]) if ckpt.tokenizer else None
+        return " ".join(tokens) if text is None else text
+
+    return text_of
 
 
 def _model(req):
@@ -140,6 +168,7 @@ def register(app) -> None:
         top_p: TopP = None,
         seed: Seed = None,
         kv_cache: KvCache = True,
+        full: Full = False,
         fmt: o.Format = "auto",
         standalone: o.Standalone = False,
         precision: o.Precision = 3,
@@ -168,6 +197,8 @@ def register(app) -> None:
 
             names = arguments.names(only)
             kind = resolve_format(fmt)
+            if full and kind != "table":  # before any work: the notes and JSON have no short form to leave
+                raise InputError("--full", "-f table (JSON keeps every tensor; --only picks some)", f"-f {kind}")
             if kind == "json":
                 render.refuse_huge_generation(decoder, names)
             with Progress(settings.max_new_tokens) as progress:
@@ -179,7 +210,11 @@ def register(app) -> None:
             elif names is not None:
                 raise InputError("--only", "-f json (tables always show each step's main tensors)", repr(only))
             elif kind == "table":
-                render.print_generation(decoder, result, precision)
+                text_of = None if full else _text_of(session)
+                if text_of is None:
+                    render.print_generation(decoder, result, precision)
+                else:
+                    render.print_brief(decoder, result, precision, text_of)
             else:
                 from attncalc.render import latex
 

@@ -225,9 +225,31 @@ def deepest_stage(raw: dict) -> str:
     return "decoder" if raw.get("decoder") else "encoder" if raw.get("encoder") else "attend"
 
 
+# A real model asked for the half it does not have: (the part it lacks, what it is, the commands it suits)
+MISSING_HALF = {
+    "decoder": ("a decoder", "an encoder-only", "attncalc encoder"),
+    "encoder": ("an encoder", "a decoder-only", "attncalc decoder or attncalc generate"),
+}
+
+
+def refuse_missing_half(req: Request, raw: dict, wants: str) -> None:
+    """`decoder`/`generate` on an encoder-only model, `encoder` on a decoder-only one: one line that says so
+    (instead of the first missing field of the half it lacks, or layer 0's attention alone)."""
+    part = "decoder" if wants == "generate" else wants
+    if req.model is None or part not in MISSING_HALF or not isinstance(raw, dict) or raw.get(part):
+        return
+    half, kind, instead = MISSING_HALF[part]
+    raise InputError(
+        f"--model {req.model}",
+        f"a model with {half} ({wants} runs one)",
+        f"{kind} model, with no {part}: try {instead}",
+    )
+
+
 def open_session(req: Request) -> Session:
     got = read_input(req)
     raw, source, strict, doc = got.fixture, got.source, got.strict, got.document
+    refuse_missing_half(req, raw, req.stage)
     reference = got.reference  # a model's files (or a big fixture file) the fixture stands for
     if req.stage is None:
         req = replace(req, stage=deepest_stage(raw))

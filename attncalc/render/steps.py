@@ -208,6 +208,39 @@ def print_generation(model, result, precision: int) -> None:
     con.print(say("gen.generated", tokens=" ".join(result.generated)), markup=False)
 
 
+BRIEF_TOP = 5  # the most likely tokens a real model's step block shows
+BRIEF_TEXT = 70  # characters of the text so far a step block shows (its end)
+
+
+def one_line(text: str) -> str:
+    """Text on one line: newlines, tabs and carriage returns shown as the token labels show them."""
+    return "".join({"\n": "↵", "\t": "⇥", "\r": "␍"}.get(c, c) for c in text)
+
+
+def print_brief(model, result, precision: int, text_of) -> None:
+    """A real model's generation, one short block per step (the chosen token, the text so far, the most
+    likely tokens, the cache size), then the decoded text; `text_of(tokens)` decodes generated tokens."""
+    from attncalc.render.table import console, print_paragraph
+
+    con = console()
+    print_paragraph(con, intro(model))
+    sampled = result.steps and result.steps[0].choice.u is not None
+    for k, step in enumerate(result.steps):
+        rows = say("gen.rows_one" if step.cache_rows == 1 else "gen.rows", n=step.cache_rows)
+        so_far = one_line(text_of(result.generated[: k + 1]))
+        if len(so_far) > BRIEF_TEXT:
+            so_far = "…" + so_far[-BRIEF_TEXT:]
+        top = prob_rows(step, model.vocab)[0][:BRIEF_TOP]
+        probs = "  ".join(f"{r['token']} {fmt(r['p_sample' if sampled else 'p'], precision)}" for r in top)
+        con.print(say("gen.brief_step", i=step.index, token=step.token, rows=rows), markup=False)
+        con.print("  " + say("gen.brief_text", text=so_far), markup=False)
+        con.print("  " + say("gen.brief_top", n=len(top), probs=probs), markup=False)
+    con.print()
+    con.print(say("gen.brief_full"), markup=False)
+    con.print(say("gen.brief_done"), style="bold")
+    con.print(text_of(result.generated), markup=False)
+
+
 # ---- Markdown and LaTeX --------------------------------------------------------------------------
 
 

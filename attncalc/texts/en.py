@@ -464,4 +464,10 @@ TEXTS = {
     "why.enc_out_only": "enc_out, the encoder's output: one context-aware vector per token. An encoder-only model (BERT, MiniLM) ends here: these vectors are what it gives, to a classifier or as a sentence embedding; it has no decoder.",
     "ui.encoder_only": "{name} is an encoder-only model: the walk ends with the encoder's output, since there is no decoder to generate text.",
     "caption.heads_skipped": "heads {a}–{b} of {h} not shown",
+    # realout (issue 23): a real model's generation, one short block per step
+    "gen.brief_step": "Step {i} → {token}   (cache: {rows})",
+    "gen.brief_text": "text so far: {text}",
+    "gen.brief_top": "top {n}: {probs}",
+    "gen.brief_full": "Each step's full tables (every layer's q, K, V, weights; all probabilities): add --full.",
+    "gen.brief_done": "Generated text:",
 }

@@ -464,4 +464,10 @@ TEXTS = {
     "why.enc_out_only": "enc_out，编码器的输出：每个词元一个融合了上下文的向量。只有编码器的模型（BERT、MiniLM）到这里就结束了：它给出的就是这些向量，交给分类器或用作句向量；它没有解码器。",
     "ui.encoder_only": "{name} 是只有编码器的模型：讲解到编码器的输出为止，因为它没有解码器来生成文本。",
     "caption.heads_skipped": "第 {a}–{b} 个头未显示（共 {h} 个）",
+    # realout (issue 23): a real model's generation, one short block per step
+    "gen.brief_step": "第 {i} 步 → {token}   （缓存：{rows}）",
+    "gen.brief_text": "目前的文本：{text}",
+    "gen.brief_top": "概率最高的 {n} 个：{probs}",
+    "gen.brief_full": "要看每一步的完整表格（每层的 q、K、V、权重，以及全部概率），请加上 --full。",
+    "gen.brief_done": "生成的文本：",
 }

@@ -120,6 +120,12 @@ class TextTokenizer:
         )
         return ([self.add_bos] if self.add_bos is not None else []) + encoding.ids
 
+    def decode(self, ids: list[int]) -> str | None:
+        """The text of token ids as the model's tokenizer writes it (None when attncalc cannot run it)."""
+        if self.tokenizer is None:
+            return None
+        return rust(lambda: self.tokenizer.decode(ids, skip_special_tokens=False), self.source, "a tokenizer")
+
 
 def _of(tok, byte_level: bool, source: str, add_bos=None) -> TextTokenizer:
     vocab = rust(lambda: tok.get_vocab(with_added_tokens=True), source, "a tokenizer")
