@@ -90,7 +90,9 @@ def _check_file(saved, where: str) -> str:
     try:
         now = fingerprint(path)
     except InputError as e:  # missing, unreadable, or no regular file (a forged reference to /dev/zero)
-        raise InputError(where, f"the file {path}", e.found) from None
+        import os
+
+        raise InputError(where, f"the file {path}", e.found if os.path.lexists(path) else "it is missing") from None
     if now != saved:
         raise InputError(
             where,
