@@ -5,11 +5,9 @@ limited and measured. The limits are hang guards, not speed tests: an unbounded 
 
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,9 +21,21 @@ PEAK_MB = 500
 MiB = 1 << 20
 
 
-def _limits():
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (2048 * MiB, 2048 * MiB))  # a safety net: the measure is below
+# A small launcher runs attncalc as its own child, with the limits, and reports that child's CPU time and
+# peak resident size: measured on a process forked from pytest, the peak would start at pytest's own (~1 GB
+# once earlier tests have loaded torch), since a forked child's high-water mark includes its parent's pages.
+LAUNCH = f"""
+import json, os, resource, subprocess, sys
+def limits():
+    resource.setrlimit(resource.RLIMIT_CPU, ({CPU_SECONDS}, {CPU_SECONDS + 1}))
+    resource.setrlimit(resource.RLIMIT_AS, ({2048 * MiB}, {2048 * MiB}))  # a safety net: the measure is below
+child = subprocess.Popen([sys.executable, "-m", "attncalc", *sys.argv[2:]], preexec_fn=limits)
+_, status, usage = os.wait4(child.pid, 0)
+with open(sys.argv[1], "w") as f:
+    json.dump([usage.ru_utime + usage.ru_stime, usage.ru_maxrss], f)
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
 
 
 def run(*args, stdin=subprocess.DEVNULL, shell_stdin: str | None = None, tmp: Path) -> tuple[int, str, float, float]:
@@ -37,36 +47,32 @@ def run(*args, stdin=subprocess.DEVNULL, shell_stdin: str | None = None, tmp: Pa
     if shell_stdin is not None:
         feeder = subprocess.Popen(shell_stdin, shell=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         stdin = feeder.stdout
+    measured = tmp / "measured.json"
     with open(tmp / "stderr", "w+b") as err:
-        kw = {"stdin": stdin, "stdout": subprocess.DEVNULL, "stderr": err, "env": env, "preexec_fn": _limits}
-        proc = subprocess.Popen([sys.executable, "-m", "attncalc", *map(str, args)], cwd=ROOT, **kw)
+        kw = {"stdin": stdin, "stdout": subprocess.DEVNULL, "stderr": err, "env": env, "start_new_session": True}
+        proc = subprocess.Popen([sys.executable, "-c", LAUNCH, str(measured), *map(str, args)], cwd=ROOT, **kw)
         if feeder is not None:
             feeder.stdout.close()  # the child holds the pipe now
         try:
-            deadline = time.monotonic() + WALL_SECONDS
-            while True:
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.monotonic() > deadline:
-                    proc.kill()
-                    os.waitpid(proc.pid, 0)
-                    pytest.fail(f"attncalc {' '.join(map(str, args))}: still running after {WALL_SECONDS} s")
-                time.sleep(0.02)
+            proc.wait(timeout=WALL_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the launcher and attncalc under it
+            proc.wait()
+            pytest.fail(f"attncalc {' '.join(map(str, args))}: still running after {WALL_SECONDS} s")
         finally:
             if feeder is not None:
                 feeder.kill()
                 feeder.wait()
-        proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         stderr = err.read().decode("utf-8", "replace")
-    return proc.returncode, stderr, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # KB on Linux
+    cpu, peak_kb = json.loads(measured.read_text())
+    return proc.returncode, stderr, cpu, peak_kb / 1024  # KB on Linux
 
 
 def bounded(*args, tmp: Path, **kw) -> str:
     """Run, and assert the bounded ending: exit 2 with one line, within the CPU and memory bounds; its stderr."""
     code, stderr, cpu, peak = run(*args, tmp=tmp, **kw)
-    assert code == 2, f"exit {code} ({-signal.SIGXCPU} is the CPU limit): {stderr[-300:]}"
+    assert code == 2, f"exit {code} ({128 + signal.SIGXCPU} is the CPU limit): {stderr[-300:]}"
     assert stderr.startswith("attncalc: error: ") and stderr.count("\n") == 1, stderr[-300:]
     assert cpu < CPU_SECONDS and peak < PEAK_MB, f"{cpu:.1f} s of CPU, {peak:.0f} MB"
     return stderr
