@@ -97,6 +97,13 @@ def fixture(fields, tensors) -> dict:
             return None
         lazy = tensors.get(name)
         if heads_of_rows and gguf_architecture == "llama":  # only llama.cpp's LLaMA converter permutes
+            rows = lazy.shape[0] if lazy.shape else 0
+            if rows == 0 or rows % (2 * heads_of_rows):  # each head's rows come in rotary pairs
+                raise InputError(
+                    f"{fields.source}: {name}",
+                    f"rows in whole rotary pairs for each of {heads_of_rows} heads (a multiple of {2 * heads_of_rows})",
+                    str(rows),
+                )
             lazy = lazy.then(lambda rows: unpermute(rows, heads_of_rows), lazy.shape)
         return lazy.T if part == "weight" else lazy
 
