@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attncalc.core.ops import Softmax
+
 MAX_HORIZON = 6  # steps a learner may have worked by hand before this one
 SLACK = 1e-9  # float noise, relative to max(1, |value|)
 _DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
@@ -111,6 +113,7 @@ class Path:
     up: bool = True
     swap: tuple | None = None
     screen: object = None  # copy from this Graph instead (the screen's true values), base for the rest
+    inner: bool = False  # a softmax worked with its e^x rounded at r, as by hand (e^2.00 = 7.39)
     tied: bool = False
     cache: dict = field(default_factory=dict)
 
@@ -136,6 +139,8 @@ class Path:
             return self.swap[1](self)
         node = self.base.nodes[name]
         with np.errstate(all="ignore"):
+            if self.inner and self.r is not None and isinstance(node.op, Softmax):
+                return _softmax_by_hand(self.value(node.inputs[0]), self.r)
             return np.asarray(node.op.compute(*(self.value(i) for i in node.inputs)), float)
 
     def inputs(self, name: str) -> list:
@@ -144,7 +149,24 @@ class Path:
     def variant(self, swap) -> Path:
         """The same path with one step done the mistaken way (the values it feeds recomputed)."""
         keep = {k: v for k, v in self.cache.items() if k not in self.recompute}
-        return Path(self.base, self.sheet, self.r, self.recompute, self.up, swap, screen=self.screen, cache=keep)
+        return Path(
+            self.base,
+            self.sheet,
+            self.r,
+            self.recompute,
+            self.up,
+            swap,
+            screen=self.screen,
+            inner=self.inner,
+            cache=keep,
+        )
+
+
+def _softmax_by_hand(s: np.ndarray, r: int) -> np.ndarray:
+    """Each e^x rounded at r decimals, then divided by the row's sum of those (a blocked row gives zeros)."""
+    e = np.where(np.isfinite(s), np.round(np.exp(np.where(np.isfinite(s), s, 0.0)), r), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total == 0, 1.0, total)
 
 
 def horizons(graph, name: str, stop) -> list[frozenset]:
@@ -192,13 +214,16 @@ def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, floor
     """Every rounding path to `name` from `graph`'s values (or those of `copy` for the tensors copied)
     and the `sheet` tensors (see the module docstring); a path that met a half is also tried with that
     half rounded the other way."""
+    softmax = [n for n in graph.upstream([name]) | {name} if isinstance(graph.nodes[n].op, Softmax)]
     for r in roundings(d, screen, floor):
         for recompute in horizons(graph, name, stop) if r is not None else [frozenset()]:
-            for up in (True, False):
-                path = Path(graph, sheet, r, recompute, up, screen=copy)
-                yield path  # worked by the caller: then it is known whether a half was met
-                if not path.tied:
-                    break
+            by_hand = r is not None and any(n == name or n in recompute for n in softmax)
+            for inner in (False, True) if by_hand else (False,):
+                for up in (True, False):
+                    path = Path(graph, sheet, r, recompute, up, screen=copy, inner=inner)
+                    yield path  # worked by the caller: then it is known whether a half was met
+                    if not path.tied:
+                        break
 
 
 def number_at(x: float, d: int) -> str:

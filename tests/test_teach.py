@@ -216,8 +216,8 @@ def test_check_finds_the_printed_examples_slips_and_what_only_carried_them(cli):
     assert v["S"][0, 1] == "slip"  # 3.54 where its own Q and K give 4.54
     assert v["O"][1, 1] == "slip"  # 1.043 where its own A and V give 0.942
     # carried: wrong, but exactly what the sheet's own earlier numbers give (A[我, 我] = 0.324 and A[我, 你] =
-    # 0.419 are what e^x rounded to 2 decimals gives, 0.00053 and 0.00052 from the paths check tries: not asserted)
-    assert (v["A"][1:] == "carried").all() and v["A"][0, 1] == "carried"
+    # 0.419 only with e^x rounded to 2 decimals, as the printed example works: 7.39 / 22.84, 9.58 / 22.84)
+    assert (v["A"] == "carried").all()
     assert (v["S_scaled"].ravel()[1:] == "carried").all() and v["S_scaled"][0, 0] == "correct"
 
 
