@@ -121,11 +121,11 @@ def test_a_13_mb_worksheet_with_a_bad_first_row_is_refused_from_its_first_lines(
     assert out.exit_code == 2 and out.stdout == ""
     assert (
         out.stderr
-        == f"attncalc: error: {path}: Q[0][2] (line 2): expected a number (or \"-inf\" for a blocked cell), found 'x'\n"
+        == f"attncalc: error: {path}: Q[0][2] (line 2): expected a number (0.43, 33.3%, 1/3, or \"-inf\" for a blocked cell), found 'x'\n"
     )
     assert len(read) < 2 * worksheet.EARLY_LINES  # not 560,000 lines tokenized first
     read.clear()
-    with pytest.raises(attncalc.InputError, match=r"Q\[1\] \(line 3\): expected 4 numbers like row 0, found 3"):
+    with pytest.raises(attncalc.InputError, match=r"Q\[1\] \(line 3\): expected 4 numbers like the other rows, found 3"):
         attncalc.load("woaini").check(big_sheet(tmp_path, "1 1 1 1\n0.426 1.770 0.426"))
     assert len(read) < 2 * worksheet.EARLY_LINES
 
@@ -148,7 +148,10 @@ def test_a_big_json_worksheet_with_a_bad_first_row_is_refused_before_keeping_eve
     path.write_text(json.dumps({"attncalc": 1, "tensors": {"Q": rows}}), encoding="utf-8")
     with pytest.raises(attncalc.InputError) as e:
         attncalc.load("woaini").check(path)
-    assert str(e.value) == f"{path}: Q[0][2]: expected a number (or \"-inf\" for a blocked cell), found 'x'"
+    assert (
+        str(e.value)
+        == f"{path}: Q[0][2]: expected a number (0.43, 33.3%, 1/3, or \"-inf\" for a blocked cell), found 'x'"
+    )
     assert kept == []  # refused from the plain parse
     small = worksheet.parse_worksheet  # the same words as the full parse of the same first row gives
     with pytest.raises(attncalc.InputError, match=r"^s: Q\[0\]\[2\]: expected a number .*found 'x'$"):

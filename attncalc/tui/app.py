@@ -94,6 +94,7 @@ class WalkApp(Asking, App):
         self.verdict: tuple[tuple, str] | None = None  # ((step, grid, cell), what the quiz said of it)
         self.mounted = None  # the step's widgets being mounted (an AwaitMount)
         self.opening = False  # show() is placing the cursor of a step just entered
+        self.user_scrolled = False
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -178,6 +179,7 @@ class WalkApp(Asking, App):
         body.scroll_home(animate=False)
         quiz = self.quiz and k not in self.asked and s.quiz is not None
         self.opening = True  # the body stays at its top: the cursor shows when it fits under the why
+        self.user_scrolled = False  # a PgDn before the opening scroll has run wins over it
         if old is not None and old[0] < len(self.grids):
             self.current, where = old
             self.place(where)
@@ -224,6 +226,8 @@ class WalkApp(Asking, App):
         of its explanation (on a short terminal the cursor may then be below it)."""
         grid.follow(where[1])
         body = self.query_one("#body", Body)
+        if not down and self.user_scrolled:  # the step opened, then a key scrolled it: that stays
+            return
         row = grid.virtual_region.y + grid.matrix.view.rows.index(where[0]) + 1
         if down:
             body.scroll_to_region(Region(0, row, 1, 1), animate=False)
@@ -281,6 +285,7 @@ class WalkApp(Asking, App):
     def action_scroll(self, where: str) -> None:
         """PgUp/PgDn/Home/End: the body scrolls; the cursor stays where it is."""
         body = self.query_one("#body", Body)
+        self.user_scrolled = True
         getattr(body, f"scroll_{where}")(animate=False)
 
     def action_scroll_panel(self, direction: int) -> None:
