@@ -125,7 +125,9 @@ def test_a_13_mb_worksheet_with_a_bad_first_row_is_refused_from_its_first_lines(
     )
     assert len(read) < 2 * worksheet.EARLY_LINES  # not 560,000 lines tokenized first
     read.clear()
-    with pytest.raises(attncalc.InputError, match=r"Q\[1\] \(line 3\): expected 4 numbers like the other rows, found 3"):
+    with pytest.raises(
+        attncalc.InputError, match=r"Q\[1\] \(line 3\): expected 4 numbers like the other rows, found 3"
+    ):
         attncalc.load("woaini").check(big_sheet(tmp_path, "1 1 1 1\n0.426 1.770 0.426"))
     assert len(read) < 2 * worksheet.EARLY_LINES
 
