@@ -248,11 +248,17 @@ def accepted(values, d: int) -> list[str]:
 
 def path_values(graph, name: str, idx: tuple, d: int, screen: int) -> list[float]:
     """The values the rounding paths from the true inputs give cell name[idx] at d decimals (the quizzes)."""
+    return values_at(graph, name, idx, [d], screen)[d]
+
+
+def values_at(graph, name: str, idx: tuple, ds, screen: int) -> dict[int, list[float]]:
+    """path_values for each of several decimals, every path worked once: the paths of d are those whose
+    rounding is one of `roundings(d)`, so one pass over their union serves every d (the page's quiz table)."""
     shape = np.shape(graph.value(name))
-    return [
-        float(path.step(name).reshape(shape)[idx])
-        for path in paths(graph, name, Given(), frozenset(), np.array([d]), screen)
-    ]
+    by_r: dict = {}
+    for path in paths(graph, name, Given(), frozenset(), np.array(list(ds)), screen):
+        by_r.setdefault(path.r, []).append(float(path.step(name).reshape(shape)[idx]))
+    return {d: [v for r in roundings(np.array([d]), screen) for v in by_r.get(r, [])] for d in ds}
 
 
 def answer_decimals(answer: str, truth: np.ndarray, screen: int) -> int:

@@ -143,7 +143,7 @@ def quiz_data(walk, s, p: int, langs) -> dict | None:
     number, or d decimals) the values of the rounding paths and half a unit at those decimals: the script
     judges a typed answer against them, so the rule is tolerance.py's (as check and the terminal quizzes)."""
     from attncalc.render.check_view import either
-    from attncalc.tolerance import accepted, answer_decimals, half_unit, path_values
+    from attncalc.tolerance import accepted, answer_decimals, half_unit, values_at
     from attncalc.walk import label_of, quiz_cell
 
     if s.quiz is None or s.quiz not in s.tensors:
@@ -154,9 +154,13 @@ def quiz_data(walk, s, p: int, langs) -> dict | None:
     true = float(value[idx])
     truth = np.asarray(value, float)
 
-    def way(answer: str) -> dict:
-        d = answer_decimals(answer, truth, p)
-        values = [v for v in path_values(g, s.quiz, idx, d, p) if math.isfinite(v)]
+    ways = {"whole": "1", **{str(d): f"{1:.{d}f}" if d > 0 else f"1e{-d}" if d < 0 else "1." for d in DECIMALS}}
+    decimals = {key: answer_decimals(answer, truth, p) for key, answer in ways.items()}
+    at = values_at(g, s.quiz, idx, sorted(set(decimals.values())), p)  # every path worked once
+
+    def way(key: str) -> dict:
+        d = decimals[key]
+        values = [v for v in at[d] if math.isfinite(v)]
         shown = {}
         for lang in langs:
             texts.use(lang)
@@ -173,8 +177,8 @@ def quiz_data(walk, s, p: int, langs) -> dict | None:
         "value": fmt(true, p),
         "true": true if math.isfinite(true) else str(true),
         "label": labels,
-        "whole": way("1"),
-        "ways": {str(d): way(f"{1:.{d}f}" if d > 0 else f"1e{-d}" if d < 0 else "1.") for d in DECIMALS},
+        "whole": way("whole"),
+        "ways": {str(d): way(str(d)) for d in DECIMALS},
     }
 
 
