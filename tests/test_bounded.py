@@ -172,3 +172,28 @@ def test_a_gguf_that_is_a_device_or_a_fifo_is_refused_without_mapping_it(tmp_pat
         (["cost", folder, "--prompt", "8", "--generate", "8", "--gpu", "H100-SXM"], folder / "only.gguf", "a FIFO"),
     ):
         assert f"{path}: expected a regular GGUF file, found {found}" in bounded(*args, tmp=tmp_path)
+
+
+def test_a_gguf_that_is_a_device_is_named_as_one_without_the_gguf_package(tmp_path):
+    """README's test command installs no `models` extra: the file's kind is checked before gguf is asked for."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    zero, fifo, short = tmp_path / "zero.gguf", tmp_path / "fifo.gguf", tmp_path / "short.gguf"
+    zero.symlink_to("/dev/zero")
+    os.mkfifo(fifo)
+    short.write_bytes(b"GGUF")
+    block = "import sys; sys.modules['gguf'] = sys.modules['gguf.constants'] = None; sys.argv[0] = 'attncalc'; "
+    for path, found in (
+        (zero, "expected a regular GGUF file, found a character device"),
+        (fifo, "expected a regular GGUF file, found a FIFO (named pipe)"),
+        (short, "expected the gguf package to read a GGUF file"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", block + "from attncalc.cli.app import program; program()", "kvcache", str(path), "--tokens", "8"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).parent.parent,
+        )
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-300:]
+        assert done.stderr.startswith(f"attncalc: error: {path}: {found}"), done.stderr

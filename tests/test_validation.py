@@ -349,3 +349,16 @@ def test_bench_exits_0_with_its_missed_figures(capsys):
         next(x for x in lines if "MISSED" in x)
     )  # said before anything runs
     assert "MISSED" in out and "1 of 2 figures missed their goal" in out
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["kvcache", "config.json"], "--tokens: expected a value (the option is required), found none"),
+        (["check"], "WORKSHEET: expected a value (the argument is required), found none"),
+        (["cost"], "CONFIG: expected a value (the argument is required), found none"),
+    ],
+)
+def test_a_missing_option_or_argument_is_named(cli, argv, named):
+    """Click's MissingParameter carries no message of its own: the one line still says what is missing."""
+    assert_bad(cli(*argv), named)

@@ -305,6 +305,7 @@ def plain_coercion(command, ctx) -> None:
 
 _UsageError = typer.core._click.exceptions.UsageError
 _NoArgs = typer.core._click.exceptions.NoArgsIsHelpError
+_Missing = typer.core._click.exceptions.MissingParameter
 
 
 class OneLineUsageError(_UsageError):
@@ -320,7 +321,11 @@ def _one_line(e):
         return e
     message = e.format_message()
     param = getattr(e, "param", None)
-    if isinstance(e, typer.BadParameter) and getattr(param, "opts", None):  # "--lang: expected …", as elsewhere
+    if isinstance(e, _Missing) and getattr(param, "opts", None):  # its message is empty: Click writes it later
+        option = param.param_type_name == "option"
+        name = max(param.opts, key=len) if option else (param.metavar or param.name.upper())
+        message = f"{name}: expected a value (the {param.param_type_name} is required), found none"
+    elif isinstance(e, typer.BadParameter) and getattr(param, "opts", None):  # "--lang: expected …", as elsewhere
         message = f"{max(param.opts, key=len)}: {e.message}"
     short = OneLineUsageError(message, e.ctx)
     short.exit_code = e.exit_code

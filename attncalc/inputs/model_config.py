@@ -80,11 +80,8 @@ def _scalar(meta: dict, arch: str, key: str, where: str):
 
 
 def gguf_header(path: str):
-    """The checked header of a GGUF file (inputs/checkpoints/gguf_format.py)."""
-    try:
-        import gguf  # noqa: F401 (its table of ggml types sizes the tensors)
-    except ImportError:
-        raise InputError(path, "the gguf package to read a GGUF file: " + GGUF_INSTALL, "not installed") from None
+    """The checked header of a GGUF file (inputs/checkpoints/gguf_format.py): a device or a FIFO is named as
+    one before the gguf package is asked for."""
     from attncalc.inputs.checkpoints.gguf_format import GGUFHeader
 
     return GGUFHeader(path)

@@ -148,16 +148,25 @@ def _tensor(cur: _Cursor, k: int, sizes: dict) -> tuple[str, int, tuple, int]:
     return name, ggml_type, dims, offset
 
 
+def _type_sizes(path: str) -> dict:
+    """gguf's table of ggml types (block size, bytes per block), which sizes the tensors."""
+    try:
+        from gguf.constants import GGML_QUANT_SIZES
+    except ImportError:
+        from attncalc.inputs.model_config import GGUF_INSTALL
+
+        raise InputError(path, "the gguf package to read a GGUF file: " + GGUF_INSTALL, "not installed") from None
+    return {int(t): bs for t, bs in GGML_QUANT_SIZES.items()}
+
+
 class GGUFHeader:
     """`metadata` (key → value: numbers, strings, lists) and `tensors` (name → TensorInfo) of a checked file."""
 
     def __init__(self, path: str):
-        from gguf.constants import GGML_QUANT_SIZES
-
-        sizes = {int(t): bs for t, bs in GGML_QUANT_SIZES.items()}
         self.path = path
         f, size = files.open_binary(path, "GGUF")
         with f:
+            sizes = _type_sizes(path)
             if size < 24:
                 raise InputError(path, "a GGUF file (magic, version, two counts: 24 bytes at least)", f"{size} bytes")
             self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
