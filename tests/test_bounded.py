@@ -183,13 +183,14 @@ def test_a_gguf_that_is_a_device_is_named_as_one_without_the_gguf_package(tmp_pa
     os.mkfifo(fifo)
     short.write_bytes(b"GGUF")
     block = "import sys; sys.modules['gguf'] = sys.modules['gguf.constants'] = None; sys.argv[0] = 'attncalc'; "
+    run = block + "from attncalc.cli.app import program; program()"
     for path, found in (
         (zero, "expected a regular GGUF file, found a character device"),
         (fifo, "expected a regular GGUF file, found a FIFO (named pipe)"),
         (short, "expected the gguf package to read a GGUF file"),
     ):
         done = subprocess.run(
-            [sys.executable, "-c", block + "from attncalc.cli.app import program; program()", "kvcache", str(path), "--tokens", "8"],
+            [sys.executable, "-c", run, "kvcache", str(path), "--tokens", "8"],
             capture_output=True,
             text=True,
             timeout=120,
