@@ -86,6 +86,7 @@ def stage_command(stage: str):
         ctx: typer.Context,
         document: o.Document = None,
         example: o.Example = None,
+        exercise: o.Exercise = None,
         fixture: o.FixturePath = None,
         fmt: o.Format = "auto",
         standalone: o.Standalone = False,
