@@ -249,7 +249,7 @@ EXERCISE_RULES = {
     "seed": Rule(int, lo=0, hi=2**32 - 1, what="an integer from 0 to 4294967295"),
     "tokens": Rule(int, lo=2, hi=6),
     "d_model": Rule(int, lo=2, hi=8, what="an even number from 2 to 8"),
-    "heads": Rule(int, lo=1, hi=2),
+    "heads": Rule(int, lo=1, hi=2, what="1 or 2"),
     "kind": Rule(str, choices=EXERCISE_KINDS),
     "position": Rule(str, choices=EXERCISE_POSITIONS),
 }

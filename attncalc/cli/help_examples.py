@@ -32,6 +32,12 @@ EXAMPLES = {
     ],
     "walk": ["attncalc walk", "attncalc walk --example wochiyu --lang zh", "attncalc walk --from softmax --to attend"],
     "check": ["attncalc check examples/worksheets/woaini-mine.txt --example woaini"],
+    "exercise": [
+        "attncalc exercise --seed 7",
+        "attncalc exercise --seed 7 --tokens 4 --heads 2 --kind causal --lang zh",
+        "attncalc exercise --seed 7 -f json > exercise-7.json",
+        "attncalc walk --exercise 7:heads=2 --to attend --no-pause",
+    ],
     "kvcache": ["attncalc kvcache examples/configs/llama-3-8b.json --tokens 8192"],
     "compare": ["attncalc compare --example wochiyu --left-set attention.scale=1 --right-set attention.scale=0.5"],
 }

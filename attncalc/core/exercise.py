@@ -103,6 +103,14 @@ class Spec:
         """The command-line words that name this exercise on every command that reads one."""
         return ["--exercise", self.text()]
 
+    def options(self) -> list[str]:
+        """The options of `attncalc exercise` that make it: `--seed 7 --tokens 4` (defaults left out)."""
+        out = ["--seed", str(self.seed)]
+        for f in fields(self)[1:]:
+            if getattr(self, f.name) != f.default:
+                out += ["--" + f.name.replace("_", "-"), str(getattr(self, f.name))]
+        return out
+
     @property
     def d_k(self) -> int:
         return self.d_model // self.heads
