@@ -77,6 +77,15 @@ def load(
     return Calculation(request)
 
 
+def exercise_words(exercise) -> list[str]:
+    """The command-line words that name an exercise completely, from its seed (7), its compact text
+    ("7:tokens=4,heads=2", in any order) or its `Spec`: ["--exercise", "7:tokens=4,heads=2"] (docs/exercises.md)."""
+    from attncalc.core.exercise import Spec
+
+    spec = exercise if isinstance(exercise, Spec) else arguments.exercise_spec(exercise, "exercise")
+    return spec.words()
+
+
 def _place_source(request: Request, source) -> None:
     """Put `source` in the Request field that reads it (a second source is an error, named there)."""
     from attncalc.inputs.examples import example_names
@@ -255,6 +264,12 @@ class Calculation:
     @property
     def tokens(self) -> dict:
         return self.session.tokens
+
+    @property
+    def exercise(self):
+        """The exercise this calculation is on (`core.exercise.Spec`: `.text()` is "7:heads=2", `.words()` the
+        command-line words ["--exercise", "7:heads=2"]), or None for any other input."""
+        return arguments.exercise_spec(self.request.exercise) if self.request.exercise else None
 
     @property
     def warnings(self) -> list[str]:
