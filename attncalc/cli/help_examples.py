@@ -35,8 +35,8 @@ EXAMPLES = {
     "exercise": [
         "attncalc exercise --seed 7",
         "attncalc exercise --seed 7 --tokens 4 --heads 2 --kind causal --lang zh",
-        "attncalc exercise --seed 7 -f json > exercise-7.json",
-        "attncalc walk --exercise 7:heads=2 --to attend --no-pause",
+        "attncalc exercise --seed 7 -f json",
+        "attncalc walk --exercise 7:heads=2 --to attend",
     ],
     "kvcache": ["attncalc kvcache examples/configs/llama-3-8b.json --tokens 8192"],
     "compare": ["attncalc compare --example wochiyu --left-set attention.scale=1 --right-set attention.scale=0.5"],
