@@ -25,8 +25,10 @@ SIZES = [(3, 4), (4, 4), (5, 8), (2, 2), (6, 6), (3, 8)]
 
 
 def _combo(kind, position, heads, tokens, d):
-    """The combination with the nearest sizes it allows (padding needs 3 tokens; RoPE an even d_k)."""
+    """The combination with the nearest sizes it allows (padding needs 3 tokens, two heads d_model 4, RoPE an
+    even d_k)."""
     tokens = max(tokens, 3) if kind == "padding" else tokens
+    d = max(d, 4) if heads == 2 else d
     d = d + 2 if position == "rope" and (d // heads) % 2 else d
     return Spec(0, tokens, d, heads, kind, position)
 
@@ -212,6 +214,7 @@ def test_check_grades_an_exercise_and_names_k_qt(cli, tmp_path):
         (["exercise", "--seed", "1", "--position", "alibi"], "--position: expected sinusoidal, rope or none"),
         (["exercise", "--seed", "1", "--kind", "padding", "--tokens", "2"], "--tokens: expected at least 3"),
         (["exercise", "--seed", "1", "--d-model", "6", "--heads", "2", "--position", "rope"], "--heads: expected 1"),
+        (["exercise", "--seed", "1", "--d-model", "2", "--heads", "2"], "--heads: expected 1 with d_model 2"),
         (["exercise", "--seed", "1", "-f", "latex"], "--format: expected auto, table or json for exercise"),
         (["softmax", "--exercise", "x"], "--exercise seed: expected an integer"),
         (["softmax", "--exercise", "7:tokens=9"], "--exercise tokens: expected an integer from 2 to 6, found '9'"),
