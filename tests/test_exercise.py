@@ -5,6 +5,7 @@ and an exercise works wherever an example does."""
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -280,3 +281,26 @@ def test_every_valid_combination_of_options_makes_an_exercise():
         assert len(fx["source"]) == tokens and fx["d_model"] == d
         made += 1
     assert made == 280
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("exercise", "--seed", "7", "--heads", "2", "--kind", "causal", "--position", "rope", "-f", "table"),
+        ("exercise", "--seed", "8", "--kind", "padding", "-f", "table"),
+        ("walk", "--exercise", "7:kind=padding", "--no-pause"),
+        ("softmax", "--exercise", "7:heads=2", "-f", "table"),
+    ],
+)
+def test_an_exercise_speaks_chinese(cli, args):
+    """Every sentence of the problem and of its walk in Chinese (tokens, formulas and commands as they are)."""
+    from attncalc.core.exercise import BOS, EOS, PAD, WORDS
+    from tests.english_prose import english_lines
+
+    tokens = {w for pair in WORDS for w in pair} | {BOS, EOS, PAD}
+    result = cli(*args, "--lang", "zh")
+    assert result.exit_code == 0, result.stderr
+    out = re.sub(r"attncalc \S.*", "", result.stdout + result.stderr)  # the commands it gives, as typed
+    out = re.sub(r"练习 [0-9][^：]*：", "练习：", out)  # the exercise's identity, `7:heads=2,kind=causal`
+    english = english_lines(out, tokens)
+    assert english == [], "\n".join(f"{line}   ← {found}" for line, found in english[:20])

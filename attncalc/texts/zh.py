@@ -496,5 +496,5 @@ TEXTS = {
     "exercise.step.softmax": "A = 对 {scores} 的每一行做 softmax",
     "exercise.step.attend": "O = A·V",
     "exercise.step.attend_heads": "每个头算 O = A·V，再把各个头的 O 并排拼接",
-    "exercise.more": "每一步的完整计算：{walk}\n检查你算的数：{check}\n这道题本身（JSON 格式的 fixture）：{json}",
+    "exercise.more": "每一步的完整计算：{walk}\n检查你算的数：{check}\n这道题的数据文件：{json}",
 }
