@@ -304,3 +304,15 @@ def test_an_exercise_speaks_chinese(cli, args):
     out = re.sub(r"练习 [0-9][^：]*：", "练习：", out)  # the exercise's identity, `7:heads=2,kind=causal`
     english = english_lines(out, tokens)
     assert english == [], "\n".join(f"{line}   ← {found}" for line, found in english[:20])
+
+
+@pytest.mark.parametrize("spec", ["7", "7:tokens=6,d_model=8,heads=2,kind=causal,position=rope", "9:kind=padding"])
+def test_the_fixture_an_exercise_writes_validates_against_the_fixture_schema(cli, spec):
+    jsonschema = pytest.importorskip("jsonschema")
+    referencing = pytest.importorskip("referencing")
+    from attncalc import arguments, schemas
+
+    schema = json.loads(schemas.text("fixture"))
+    fixture = json.loads(cli("exercise", *arguments.exercise_spec(spec).options(), "-f", "json").stdout)
+    check = jsonschema.Draft202012Validator(schema, registry=referencing.Registry())
+    assert [e.message for e in check.iter_errors(fixture)] == []
