@@ -31,7 +31,10 @@ EXAMPLES = {
         "attncalc generate --example woaini --strategy sample --temperature 0.8 --top-k 5 --top-p 0.9 --seed 1",
     ],
     "walk": ["attncalc walk", "attncalc walk --example wochiyu --lang zh", "attncalc walk --from softmax --to attend"],
-    "check": ["attncalc check examples/worksheets/woaini-mine.txt --example woaini"],
+    "check": [
+        "attncalc check examples/worksheets/woaini-mine.txt --example woaini",
+        "attncalc check examples/worksheets/exercise-7.txt --exercise 7",
+    ],
     "exercise": [
         "attncalc exercise --seed 7",
         "attncalc exercise --seed 7 --tokens 4 --heads 2 --kind causal --lang zh",
