@@ -316,3 +316,19 @@ def test_the_fixture_an_exercise_writes_validates_against_the_fixture_schema(cli
     fixture = json.loads(cli("exercise", *arguments.exercise_spec(spec).options(), "-f", "json").stdout)
     check = jsonschema.Draft202012Validator(schema, registry=referencing.Registry())
     assert [e.message for e in check.iter_errors(fixture)] == []
+
+
+def test_the_callers_decimal_context_changes_nothing():
+    """The rules run in their own decimal context: a program that set 5 digits rounding down gets the same."""
+    import decimal
+
+    from attncalc.core import exercise, exercise_rules
+
+    spec = Spec(31, 4, 4, 2, "causal", "rope")
+    before = json.dumps(make_exercise(spec))
+    exercise._made.cache_clear()
+    exercise_rules._turn.cache_clear()
+    with decimal.localcontext(decimal.Context(prec=5, rounding=decimal.ROUND_DOWN)):
+        assert json.dumps(make_exercise(spec)) == before
+    exercise._made.cache_clear()
+    exercise_rules._turn.cache_clear()
