@@ -86,6 +86,7 @@ def stage_command(stage: str):
         ctx: typer.Context,
         document: o.Document = None,
         example: o.Example = None,
+        exercise: o.Exercise = None,
         fixture: o.FixturePath = None,
         fmt: o.Format = "auto",
         standalone: o.Standalone = False,
@@ -185,12 +186,22 @@ def examples(fmt: o.format_option("examples") = "auto"):
     o.guarded(run, False)
 
 
-from attncalc.cli import check_cmd, compare_cmd, cost_cmd, generate_cmd, kvcache_cmd, schema_cmd, walk_cmd  # noqa: E402
+from attncalc.cli import (  # noqa: E402
+    check_cmd,
+    compare_cmd,
+    cost_cmd,
+    exercise_cmd,
+    generate_cmd,
+    kvcache_cmd,
+    schema_cmd,
+    walk_cmd,
+)
 
 for _module in (
     generate_cmd,
     walk_cmd,
     check_cmd,
+    exercise_cmd,
     kvcache_cmd,
     cost_cmd,
     compare_cmd,

@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         worksheet: Worksheet,
         example: o.Example = None,
+        exercise: o.Exercise = None,
         fixture: o.FixturePath = None,
         fmt: o.format_option("check") = "auto",
         precision: o.Precision = 3,
@@ -71,17 +72,17 @@ def register(app: typer.Typer) -> None:
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, kind, lang, "check")
-            if worksheet == "-" and not (example or fixture or model):
+            if worksheet == "-" and not (example or exercise or fixture or model):
                 raise InputError(
                     "WORKSHEET",
                     "a file path when the model comes from standard input (or give "
-                    "--example / --fixture and pipe the worksheet)",
+                    "--example / --exercise / --fixture and pipe the worksheet)",
                     "-",
                 )
-            if not (example or fixture or model) and (sys.stdin is None or sys.stdin.isatty()):
+            if not (example or exercise or fixture or model) and (sys.stdin is None or sys.stdin.isatty()):
                 raise InputError(
                     "model",
-                    "--example NAME, --fixture FILE or a pipe document on standard input",
+                    "--example NAME, --exercise SEED, --fixture FILE or a pipe document on standard input",
                     "nothing (standard input is " + ("closed)" if sys.stdin is None else "a terminal)"),
                 )
             source = "<stdin>" if worksheet == "-" else worksheet

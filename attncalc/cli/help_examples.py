@@ -31,7 +31,16 @@ EXAMPLES = {
         "attncalc generate --example woaini --strategy sample --temperature 0.8 --top-k 5 --top-p 0.9 --seed 1",
     ],
     "walk": ["attncalc walk", "attncalc walk --example wochiyu --lang zh", "attncalc walk --from softmax --to attend"],
-    "check": ["attncalc check examples/worksheets/woaini-mine.txt --example woaini"],
+    "check": [
+        "attncalc check examples/worksheets/woaini-mine.txt --example woaini",
+        "attncalc check examples/worksheets/exercise-7.txt --exercise 7",
+    ],
+    "exercise": [
+        "attncalc exercise --seed 7",
+        "attncalc exercise --seed 7 --tokens 4 --heads 2 --kind causal --lang zh",
+        "attncalc exercise --seed 7 -f json",
+        "attncalc walk --exercise 7:heads=2 --to attend",
+    ],
     "kvcache": ["attncalc kvcache examples/configs/llama-3-8b.json --tokens 8192"],
     "compare": ["attncalc compare --example wochiyu --left-set attention.scale=1 --right-set attention.scale=0.5"],
 }

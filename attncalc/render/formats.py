@@ -26,6 +26,7 @@ OFFERED = {
     "compare": ("auto", "table", "json", "markdown"),
     "walk": ("auto", "table", "markdown"),
     "examples": ("auto", "table", "json"),
+    "exercise": ("auto", "table", "json"),
 }
 
 AUTO = {"walk": "table; markdown writes the whole walk as notes"}  # where auto means something else
