@@ -52,14 +52,10 @@ def derivative_lines(fn: str, x: float) -> tuple[list[list], float]:
         phi, dens = float(0.5 * erfc(np.array(-x / math.sqrt(2.0)))), math.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
         return [["Φ(x) + x·φ(x)", "=", Call("Φ", x), "+", x, "×", Call("φ", x), "=", phi, "+", x, "×", dens, "=", d]], d
     if fn == "gelu_tanh":
-        t = math.tanh(_GELU_TANH * (x + 0.044715 * x**3))
-        u = [
-            "tanh(u)",
-            "=",
-            Call("tanh", _GELU_TANH, "×", "(", x, "+", Given(0.044715), "×", x, "^", Given(3), ")"),
-            "=",
-            t,
-        ]
+        u = _GELU_TANH * x * (1.0 + 0.044715 * x * x)
+        t = math.tanh(u)
+        u_line = ["u", "=", _GELU_TANH, "×", x, "×", "(", Given(1), "+", Given(0.044715), "×", x, "²", ")", "=", u]
+        t_line = ["tanh(u)", "=", Call("tanh", u), "=", t]
         body = [
             Given(0.5),
             "×",
@@ -81,7 +77,7 @@ def derivative_lines(fn: str, x: float) -> tuple[list[list], float]:
             ")",
         ]
         body += ["×", _GELU_TANH, "×", "(", Given(1), "+", Given(0.134145), "×", x, "²", ")", "=", d]
-        return [["gelu_tanh′(x)", "=", *body], u], d
+        return [["gelu_tanh′(x)", "=", *body], u_line, t_line], d
     s = float(sigmoid(np.array(x)))
     sig = ["σ(x)", "=", Given(1), "/", "(", Given(1), "+", Call("exp", -x), ")", "=", s]
     return [
