@@ -120,7 +120,17 @@ def backward(graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict |
         rows, cols = _labels(graph, name, readers.get(name, []), leaf_rows)
         about = "grad_param" if graph.nodes[name].is_leaf else "grad"
         graph.add(
-            Node(grad_name(name), op=op, inputs=inputs, stage=STAGE, formula=formula, rows=rows, cols=cols, about=about)
+            Node(
+                grad_name(name),
+                op=op,
+                inputs=inputs,
+                stage=STAGE,
+                formula=formula,
+                rows=rows,
+                cols=cols,
+                about=about,
+                grad_of=name,
+            )
         )
         added.append(grad_name(name))
 

@@ -101,6 +101,8 @@ def numbers_at_least(graph, name: str) -> int:
     rows × columns, × heads for the per-head scores and what is made from them (an op that `reuses_input`
     has its first input's shape)."""
     node = graph.nodes[name]
+    if node.grad_of and name not in graph.given:  # a gradient has its tensor's shape
+        return numbers_at_least(graph, node.grad_of)
     while not node.is_leaf and name not in graph.given and getattr(node.op, "reuses_input", False):
         name = node.inputs[0]
         node = graph.nodes[name]
