@@ -123,3 +123,9 @@ def test_the_block_alone_from_an_upstream_gradient_of_ones():
     assert np.all(graph.value("enc.0.dZ") == 1)
     assert "dE" not in graph.nodes and "enc.0.dH" not in graph.nodes and "dH" in graph.nodes
     assert_matches_torch(graph)
+
+
+def test_a_decoder_layers_block_alone_with_rope_and_gqa():
+    graph = graph_of(example="tinyllama", layer=0)  # pre-norm: the block's input is dec.0.N1
+    assert "dec.0.dN1" in graph.nodes and "dec.0.self.dK_rope" in graph.nodes
+    assert_matches_torch(graph)

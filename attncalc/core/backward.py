@@ -100,7 +100,8 @@ def backward(graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict |
     """Add the gradient of every tensor `seed` is computed from, starting with d`seed` = 1 in every cell
     (`seed_note` says why), and stopping at the tensors `stop` (a block's input). Returns their names."""
     leaf_rows = leaf_rows or {}
-    order = [n for n in graph.nodes if n in graph.upstream([seed])]
+    needed = graph.upstream([seed])
+    order = [n for n in graph.nodes if n in needed]
     terms: dict[str, list] = {}  # tensor → [(term, input names, reader)]
     readers: dict[str, list] = {}
     for name in reversed(order):

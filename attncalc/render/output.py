@@ -49,7 +49,7 @@ def work_names(session: Session, values: dict, only, work: bool | None, cell) ->
     S and S_scaled; …), the main one of a layer stage; by default those of at most WORK_CELLS cells."""
     if work is False or (work is None and cell):
         return []
-    names = [main_name(session, values)] if session.stage in ("encoder", "decoder") and not only else None
+    names = [main_name(session, values)] if session.stage in ("encoder", "decoder", "backward") and not only else None
     names = names or stage_names(session, values, only)
     return [n for n in names if work or np.size(values[n]) <= WORK_CELLS]
 
