@@ -10,6 +10,7 @@ import random
 
 import numpy as np
 import pytest
+from test_arithmetic import randomised
 
 from attncalc.core.backward import grad_name
 from attncalc.inputs.examples import load_example
@@ -85,19 +86,6 @@ def test_the_padded_examples_fully_blocked_row_has_zero_gradient():
     assert not graph.value("dec.0.self.dS_masked")[0].any() and not graph.value("dec.0.self.dS")[0].any()
 
 
-def randomised(raw, rnd):
-    def walk(v, key=""):
-        if isinstance(v, list):
-            return [walk(x, key) for x in v]
-        if isinstance(v, dict):
-            return {k: (x if k in ("eps", "base", "theta", "heads", "kv_heads") else walk(x, k)) for k, x in v.items()}
-        if isinstance(v, float | int) and not isinstance(v, bool) and key not in ("d_model", "embed_scale"):
-            return rnd.uniform(-1.5, 1.5)
-        return v
-
-    return walk(raw)
-
-
 VARIANTS = [
     ("woaini", []),
     ("woaini", ["encoder.norm_first=true", "decoder.norm_first=true", "encoder.activation=gelu"]),
@@ -114,7 +102,7 @@ VARIANTS = [
 
 @pytest.mark.parametrize("seed,example,sets", [(k, e, s) for k, (e, s) in enumerate(VARIANTS)])
 def test_every_gradient_of_random_fixtures_equals_autograd(seed, example, sets):
-    fixture = randomised(load_example(example), random.Random(seed))
+    fixture = randomised(load_example(example), random.Random(seed), spread=1.5)
     assert assert_matches_torch(graph_of(fixture=fixture, sets=sets)) >= 10
 
 

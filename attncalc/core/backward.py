@@ -47,7 +47,7 @@ def _rules(node: Node, dy: str) -> list[tuple[int, go.Term, tuple]]:
         ]
         return out + ([(2, go.ColumnSum(), (dy,))] if len(ins) > 2 else [])
     if isinstance(op, ops.Scores):
-        return [(0, go.ScoresGradQ(op.h, op.g), (dy, ins[1])), (1, go.ScoresGradK(op.h, op.g), (dy, ins[0]))]
+        return [(0, go.ScoresGradQ(op.h, op.g), (dy, ins[1])), (1, go.KVGrad(op.h, op.g), (dy, ins[0]))]
     if isinstance(op, ops.Scale):
         return [(0, go.ScaleGrad(op.c, op.text, len(ins) > 1), (dy,))]
     if isinstance(op, ops.Mask):
@@ -55,7 +55,7 @@ def _rules(node: Node, dy: str) -> list[tuple[int, go.Term, tuple]]:
     if isinstance(op, ops.Softmax):
         return [(0, go.SoftmaxGrad(), (dy, y))]
     if isinstance(op, ops.Attend):
-        return [(0, go.AttendGradA(op.h, op.g), (dy, ins[1])), (1, go.AttendGradV(op.h, op.g), (ins[0], dy))]
+        return [(0, go.AttendGradA(op.h, op.g), (dy, ins[1])), (1, go.KVGrad(op.h, op.g), (ins[0], dy))]
     if isinstance(op, po.Rope):
         return [(0, gl.RopeGrad(op.h, op.layout, op.factor), (dy, ins[1]))]
     if isinstance(op, lo.Activation):
