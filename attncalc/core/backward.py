@@ -96,9 +96,13 @@ def _labels(
     return None, rnode.cols  # a bias, γ or β: one number per column of what reads it (a vector, as nll)
 
 
-def backward(graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict | None = None) -> list[str]:
+def backward(
+    graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict | None = None, weights=None, shown=None
+) -> list[str]:
     """Add the gradient of every tensor `seed` is computed from, starting with d`seed` = 1 in every cell
-    (`seed_note` says why), and stopping at the tensors `stop` (a block's input). Returns their names."""
+    (`seed_note` says why), and stopping at the tensors `stop` (a block's input). `weights(name)`, when
+    given, says which weights get a gradient (one layer's); `shown(name)` which gradients a document and
+    a table show (the others are steps on the way). Returns their names."""
     leaf_rows = leaf_rows or {}
     needed = graph.upstream([seed])
     order = [n for n in graph.nodes if n in needed]
@@ -110,7 +114,12 @@ def backward(graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict |
             continue
         for k, term, names in _rules(node, grad_name(name)):
             target = node.inputs[k]
-            if isinstance(graph.nodes[target].op, CONSTANT):
+            if (
+                isinstance(graph.nodes[target].op, CONSTANT)
+                or weights
+                and graph.nodes[target].is_leaf
+                and not weights(target)
+            ):
                 continue
             terms.setdefault(target, []).append((term, names))
             readers.setdefault(target, []).append((name, k))
@@ -131,6 +140,7 @@ def backward(graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict |
                 cols=cols,
                 about=about,
                 grad_of=name,
+                shown=shown is None or shown(name),
             )
         )
         added.append(grad_name(name))
