@@ -46,20 +46,18 @@ TEXTS = [
     "你好世界，我们 WE'LL see 1000 bottles...   ok",
     "<|im_start|>user 42<|im_end|>",
 ]
-# GGUF name → (Hugging Face name, type)
-LAYER = {
-    "attn_q.weight": ("self_attn.q_proj.weight", Q.Q5_0),
-    "attn_q.bias": ("self_attn.q_proj.bias", Q.F32),
-    "attn_k.weight": ("self_attn.k_proj.weight", Q.Q5_0),
-    "attn_k.bias": ("self_attn.k_proj.bias", Q.F32),
-    "attn_v.weight": ("self_attn.v_proj.weight", Q.Q5_1),
-    "attn_v.bias": ("self_attn.v_proj.bias", Q.F32),
-    "attn_output.weight": ("self_attn.o_proj.weight", Q.Q5_0),
-    "ffn_gate.weight": ("mlp.gate_proj.weight", Q.Q5_1),
-    "ffn_up.weight": ("mlp.up_proj.weight", Q.Q5_0),
-    "ffn_down.weight": ("mlp.down_proj.weight", Q.Q5_1),
-    "attn_norm.weight": ("input_layernorm.weight", Q.F32),
-    "ffn_norm.weight": ("post_attention_layernorm.weight", Q.F32),
+# the type of each weight (by its GGUF name without blk.N.): Q5_0 and Q5_1 as llama.cpp's Q5 mixes use them;
+# norms and biases F32 as llama.cpp keeps every 1-D tensor
+TYPES = {
+    "token_embd.weight": Q.Q8_0,
+    "output.weight": Q.Q5_1,
+    "attn_q.weight": Q.Q5_0,
+    "attn_k.weight": Q.Q5_0,
+    "attn_v.weight": Q.Q5_1,
+    "attn_output.weight": Q.Q5_0,
+    "ffn_gate.weight": Q.Q5_1,
+    "ffn_up.weight": Q.Q5_0,
+    "ffn_down.weight": Q.Q5_1,
 }
 K_QUANTS = {"blk.0.ffn_down.weight": Q.Q2_K, "blk.1.ffn_down.weight": Q.Q3_K}
 
@@ -107,6 +105,13 @@ def random_state(vocab: int, tied: bool, seed: int) -> dict:
     return {k: (rng.normal(size=s) * 0.3 + (1.0 if len(s) == 1 else 0.0)).astype(np.float32) for k, s in shapes.items()}
 
 
+def gguf_name(hf: str) -> str:
+    """llama.cpp's name of a Hugging Face tensor; a bias is named as its weight is."""
+    if hf.endswith(".bias"):
+        return crafted.gguf_name(hf.removesuffix("bias") + "weight").removesuffix("weight") + "bias"
+    return crafted.gguf_name(hf)
+
+
 def write_qwen2_gguf(path, sd: dict, tokens, merges, kinds=None, pre="qwen2") -> str:
     """As llama.cpp's convert_hf_to_gguf.py writes a Qwen2 (no q/k row permutation for qwen2). `kinds`
     overrides a tensor's type; a K-quant gets random blocks with sane scales (gguf cannot quantise those)."""
@@ -128,17 +133,9 @@ def write_qwen2_gguf(path, sd: dict, tokens, merges, kinds=None, pre="qwen2") ->
     w.add_eos_token_id(tokens.index("<|im_end|>"))
     w.add_add_bos_token(False)
     rng = np.random.default_rng(7)
-    names = {
-        "token_embd.weight": ("model.embed_tokens.weight", Q.Q8_0),
-        "output_norm.weight": ("model.norm.weight", Q.F32),
-    }
-    if "lm_head.weight" in sd:
-        names["output.weight"] = ("lm_head.weight", Q.Q5_1)
-    for i in range(LAYERS):
-        names |= {f"blk.{i}.{name}": (f"model.layers.{i}.{hf}", kind) for name, (hf, kind) in LAYER.items()}
-    for name, (hf, kind) in names.items():
-        kind = (kinds or {}).get(name, kind)
-        array = sd[hf]
+    for hf, array in sd.items():
+        name = gguf_name(hf)
+        kind = (kinds or {}).get(name, TYPES.get(name.split(".", 2)[-1] if name.startswith("blk.") else name, Q.F32))
         if kind == Q.F32:
             w.add_tensor(name, array)
         elif kind in (Q.Q2_K, Q.Q3_K):
