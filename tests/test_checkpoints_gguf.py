@@ -16,15 +16,17 @@ from attncalc.inputs.checkpoints.tensors import GGUF_TYPES, GGUFFile  # noqa: E4
 
 Q = gguf.GGMLQuantizationType
 QUANTISED_BY_GGUF = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
-# K-quants gguf cannot quantise: random blocks in their byte layout, their f16 scales made finite.
+# Types gguf cannot quantise: random blocks in their byte layout, their f16 scales made finite.
 # (offset of each f16 scale in the block, block bytes): Q4_K/Q5_K start with d, dmin; Q6_K and Q3_K end with d,
-# Q2_K with d, dmin.
+# Q2_K with d, dmin; IQ4_NL (32 values a block, llama.cpp's fallback for Q2_K/Q3_K rows not whole 256s) starts
+# with d.
 K_SCALES = {
     "Q2_K": ((80, 82), 84),
     "Q3_K": ((108,), 110),
     "Q4_K": ((0, 2), 144),
     "Q5_K": ((0, 2), 176),
     "Q6_K": ((208,), 210),
+    "IQ4_NL": ((0,), 18),
 }
 
 
@@ -45,11 +47,14 @@ def write(path, tensors: dict, arch="llama", meta=None):
     return str(path)
 
 
-def k_blocks(kind: str, rows: int, rng) -> np.ndarray:
+def k_blocks(kind: str, rows: int, rng, width: int = 256) -> np.ndarray:
+    """`rows` rows of `width` values of type `kind`, as bytes (rows × the bytes of width / block values)."""
     scales, size = K_SCALES[kind]
-    blocks = rng.integers(0, 256, size=(rows, size), dtype=np.uint8)
+    per_row = width // gguf.GGML_QUANT_SIZES[Q[kind]][0]
+    blocks = rng.integers(0, 256, size=(rows * per_row, size), dtype=np.uint8)
     for at in scales:
         blocks[:, at : at + 2] = np.frombuffer(np.float16(rng.uniform(0.01, 0.1)).tobytes(), np.uint8)
+    blocks = blocks.reshape(rows, per_row * size)
     return blocks
 
 

@@ -1,5 +1,5 @@
 """A tiny random Qwen2 (GQA, q/k/v biases, tied or separate output) written to a GGUF the way llama.cpp's
-converter writes one (its qwen2 keys and tensor names, Q5_0 / Q5_1 tensors, Q2_K / Q3_K in the untied one,
+converter writes one (its qwen2 keys and tensor names, Q5_0 / Q5_1 tensors, Q2_K / Q3_K / IQ4_NL in the untied one,
 a byte-level BPE with tokenizer.ggml.pre = "qwen2"), read by attncalc and by transformers from that file.
 
 transformers is asked for a dense float64 model (GgufConfig(dequantize=True)); both sides dequantise the
@@ -23,7 +23,7 @@ pytest.importorskip("safetensors")
 
 import crafted  # noqa: E402
 from gguf.quants import dequantize, quantize  # noqa: E402
-from test_checkpoints_gguf import k_blocks  # noqa: E402
+from test_checkpoints_gguf import K_SCALES, k_blocks  # noqa: E402
 from test_crafted_checkpoints import refused  # noqa: E402
 
 from attncalc.inputs.checkpoints.tensors import GGUFFile  # noqa: E402
@@ -59,7 +59,8 @@ TYPES = {
     "ffn_up.weight": Q.Q5_0,
     "ffn_down.weight": Q.Q5_1,
 }
-K_QUANTS = {"blk.0.ffn_down.weight": Q.Q2_K, "blk.1.ffn_down.weight": Q.Q3_K}
+# what a Q2_K / Q3_K file of llama.cpp holds: those where rows are whole 256-value blocks, IQ4_NL where not
+K_QUANTS = {"blk.0.ffn_down.weight": Q.Q2_K, "blk.1.ffn_down.weight": Q.Q3_K, "blk.0.attn_q.weight": Q.IQ4_NL}
 
 
 def close(ours, reference):
@@ -138,8 +139,8 @@ def write_qwen2_gguf(path, sd: dict, tokens, merges, kinds=None, pre="qwen2") ->
         kind = (kinds or {}).get(name, TYPES.get(name.split(".", 2)[-1] if name.startswith("blk.") else name, Q.F32))
         if kind == Q.F32:
             w.add_tensor(name, array)
-        elif kind in (Q.Q2_K, Q.Q3_K):
-            w.add_tensor(name, k_blocks(kind.name, array.shape[0], rng), raw_dtype=kind)
+        elif kind.name in K_SCALES:
+            w.add_tensor(name, k_blocks(kind.name, array.shape[0], rng, array.shape[1]), raw_dtype=kind)
         else:
             w.add_tensor(name, quantize(array, kind), raw_dtype=kind)
     w.write_header_to_file()
@@ -154,7 +155,7 @@ def vocabulary():
     return byte_level_bpe()
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["tied-q5", "untied-q5-q2k-q3k"])
+@pytest.fixture(scope="module", params=[True, False], ids=["tied-q5", "untied-q5-q2k-q3k-iq4nl"])
 def qwen2_gguf(request, tmp_path_factory, vocabulary):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -189,6 +190,7 @@ def test_qwen2_gguf_hidden_states_and_logits_equal_transformers(qwen2_gguf):
     # the same floats on both sides: each weight as transformers dequantised it
     layers, theirs = raw["decoder"]["layers"], hf.model.layers
     for ours, reference in (
+        (layers[0]["self_attention"]["Wq"], theirs[0].self_attn.q_proj.weight.T),
         (layers[1]["self_attention"]["Wq"], theirs[1].self_attn.q_proj.weight.T),
         (layers[1]["self_attention"]["bq"], theirs[1].self_attn.q_proj.bias),
         (layers[1]["self_attention"]["Wv"], theirs[1].self_attn.v_proj.weight.T),
@@ -245,7 +247,7 @@ def test_the_qwen2_split_takes_digits_one_at_a_time_and_contractions_in_any_case
     }
 
 
-@pytest.mark.parametrize("kind", ["Q2_K", "Q3_K"])
+@pytest.mark.parametrize("kind", ["Q2_K", "Q3_K", "IQ4_NL"])
 def test_k_quant_blocks_read_as_gguf_dequantises_them(kind, tmp_path):
     rng = np.random.default_rng(4)
     blocks = k_blocks(kind, 6, rng).reshape(3, -1)  # 3 rows of 512 values: two blocks a row
