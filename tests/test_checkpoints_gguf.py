@@ -47,13 +47,14 @@ def write(path, tensors: dict, arch="llama", meta=None):
     return str(path)
 
 
-def k_blocks(kind: str, rows: int, rng, width: int = 256) -> np.ndarray:
-    """`rows` rows of `width` values of type `kind`, as bytes (rows × the bytes of width / block values)."""
+def k_blocks(kind: str, rows: int, rng, width: int = 256, d=(0.01, 0.1)) -> np.ndarray:
+    """`rows` rows of `width` values of type `kind`, as bytes (rows × the bytes of width / block values);
+    the f16 scales drawn from the range `d`."""
     scales, size = K_SCALES[kind]
     per_row = width // gguf.GGML_QUANT_SIZES[Q[kind]][0]
     blocks = rng.integers(0, 256, size=(rows * per_row, size), dtype=np.uint8)
     for at in scales:
-        blocks[:, at : at + 2] = np.frombuffer(np.float16(rng.uniform(0.01, 0.1)).tobytes(), np.uint8)
+        blocks[:, at : at + 2] = np.frombuffer(np.float16(rng.uniform(*d)).tobytes(), np.uint8)
     blocks = blocks.reshape(rows, per_row * size)
     return blocks
 

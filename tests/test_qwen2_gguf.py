@@ -3,11 +3,12 @@ converter writes one (its qwen2 keys and tensor names, Q5_0 / Q5_1 tensors, Q2_K
 a byte-level BPE with tokenizer.ggml.pre = "qwen2"), read by attncalc and by transformers from that file.
 
 transformers is asked for a dense float64 model (GgufConfig(dequantize=True)); both sides dequantise the
-same blocks to the same floats (checked below, bit for bit), so what is left between them is transformers'
-own float32: its Qwen2RMSNorm and rotary tables compute in float32 even in a float64 model, ~1e-6 relative
-of the tensor's scale after two layers (the largest seen: 5e-7 of max |x|, on values up to ~60). Hence
-1e-5 of each tensor's largest value — far below what one quantisation step or a forgotten bias changes
-(1e-2 of it and more).
+same blocks to the same floats (checked below, bit for bit: transformers' loader uses gguf's code for a
+qwen2 file), so what is left between them is transformers' own float32: its RMSNorm, its rotary table and
+the eager softmax compute in float32 even in a float64 model, up to 9e-7 of each tensor's largest value
+here. Hence two references: transformers as it ships, to 1e-5 of each tensor's largest value, and the
+same model with those three steps in float64 (`float64_throughout`: their formulas unchanged), to 1e-12
+(seen: 4e-15) — far below what one quantisation step or a forgotten bias changes (1e-2 of it and more).
 """
 
 import json
@@ -29,7 +30,7 @@ from test_crafted_checkpoints import refused  # noqa: E402
 from attncalc.inputs.checkpoints.tensors import GGUFFile  # noqa: E402
 
 Q = gguf.GGMLQuantizationType
-TOL = 1e-5  # of the tensor's largest |value|
+TOL, TOL64 = 1e-5, 1e-12  # of the tensor's largest |value|: transformers as it ships, and in float64 throughout
 HEADS, KV_HEADS, D, FF, LAYERS = 4, 2, 64, 256, 2  # FF = one 256-value block a row of ffn_down (the K-quants)
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CORPUS = [
@@ -63,9 +64,30 @@ TYPES = {
 K_QUANTS = {"blk.0.ffn_down.weight": Q.Q2_K, "blk.1.ffn_down.weight": Q.Q3_K, "blk.0.attn_q.weight": Q.IQ4_NL}
 
 
-def close(ours, reference):
+def close(ours, reference, tol):
     reference = reference[0].numpy()
-    np.testing.assert_allclose(ours, reference, rtol=0, atol=TOL * np.abs(reference).max())
+    np.testing.assert_allclose(ours, reference, rtol=0, atol=tol * np.abs(reference).max())
+
+
+def float64_throughout(mp, torch):
+    """transformers' Qwen2 with its three float32 steps in float64, their formulas as they are: RMSNorm
+    x·rsqrt(mean(x²) + eps)·w, the default rotary table cos/sin(position · θ^(−2i/d)), the softmax."""
+    from transformers.models.qwen2 import modeling_qwen2 as qwen2
+
+    def norm(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
+    def rope(self, x, position_ids):
+        assert self.rope_type == "default" and self.attention_scaling == 1.0
+        d = 2 * self.inv_freq.shape[0]
+        inv_freq = 1.0 / self.config.rope_parameters["rope_theta"] ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+        angles = torch.cat([position_ids[..., None].double() * inv_freq] * 2, dim=-1)
+        return angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+
+    softmax = torch.nn.functional.softmax
+    mp.setattr(qwen2.Qwen2RMSNorm, "forward", norm)
+    mp.setattr(qwen2.Qwen2RotaryEmbedding, "forward", rope)
+    mp.setattr(torch.nn.functional, "softmax", lambda x, dim=-1, dtype=None: softmax(x, dim=dim))
 
 
 def byte_level_bpe():
@@ -140,7 +162,10 @@ def write_qwen2_gguf(path, sd: dict, tokens, merges, kinds=None, pre="qwen2") ->
         if kind == Q.F32:
             w.add_tensor(name, array)
         elif kind.name in K_SCALES:
-            w.add_tensor(name, k_blocks(kind.name, array.shape[0], rng, array.shape[1]), raw_dtype=kind)
+            # scales small enough for weights of the others' size (up to ~0.3): random blocks at gguf's test
+            # scales (d up to 0.1: weights up to 13) make the layers amplify transformers' float32 noise
+            blocks = k_blocks(kind.name, array.shape[0], rng, array.shape[1], d=(0.001, 0.003))
+            w.add_tensor(name, blocks, raw_dtype=kind)
         else:
             w.add_tensor(name, quantize(array, kind), raw_dtype=kind)
     w.write_header_to_file()
@@ -200,14 +225,19 @@ def test_qwen2_gguf_hidden_states_and_logits_equal_transformers(qwen2_gguf):
         np.testing.assert_array_equal(np.asarray(ours, dtype=np.float64), reference.detach().numpy())
     g = build(Fixture(raw, path), "decoder")
     with torch.no_grad():
-        out = hf(torch.tensor([ids]), output_hidden_states=True)
-    np.testing.assert_array_equal(g.value("X"), out.hidden_states[0][0].numpy())
-    for i in range(LAYERS - 1):
-        close(g.value(f"dec.{i}.D2"), out.hidden_states[i + 1])
-    close(g.value("dec_out"), out.hidden_states[-1])
+        shipped = hf(torch.tensor([ids]), output_hidden_states=True)
+        with pytest.MonkeyPatch.context() as mp:
+            float64_throughout(mp, torch)
+            exact = hf(torch.tensor([ids]), output_hidden_states=True)
+    assert (exact.logits - shipped.logits).abs().max() > 1e-7  # the patch reached the model
+    for out, tol in ((shipped, TOL), (exact, TOL64)):
+        np.testing.assert_array_equal(g.value("X"), out.hidden_states[0][0].numpy())
+        for i in range(LAYERS - 1):
+            close(g.value(f"dec.{i}.D2"), out.hidden_states[i + 1], tol)
+        close(g.value("dec_out"), out.hidden_states[-1], tol)
+        close(g.value("logits"), out.logits, tol)
     logits = g.value("logits")
-    close(logits, out.logits)
-    assert np.abs(logits).max() > 1 and (logits.argmax(-1) == out.logits[0].numpy().argmax(-1)).all()
+    assert np.abs(logits).max() > 1 and (logits.argmax(-1) == shipped.logits[0].numpy().argmax(-1)).all()
 
 
 def test_qwen2_gguf_tokens_equal_transformers_tokenizer(qwen2_gguf, cli):
