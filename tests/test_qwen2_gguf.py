@@ -317,7 +317,7 @@ BROKEN_TOKENIZERS = {  # crafted.gguf_file's keys changed → what --text names
     "a merge of tokens not in the vocabulary": ({"tokenizer.ggml.merges": ["a c"]}, ["merges[0]", "'a c'"]),
     "token types that are not numbers": (
         {"tokenizer.ggml.token_type": ["x"] * len(crafted.VOCAB)},
-        ["tokenizer.ggml.token_type", "a list of int"],
+        ["tokenizer.ggml.token_type[0]", "a list of int", "'x'"],
     ),
 }
 
