@@ -265,7 +265,8 @@ def test_the_qwen2_split_takes_digits_one_at_a_time_and_contractions_in_any_case
     qwen2 = open_checkpoint(write_qwen2_gguf(tmp_path / "q.gguf", sd, tokens, merges))
     gpt2 = open_checkpoint(write_qwen2_gguf(tmp_path / "g.gguf", sd, tokens, merges, pre="gpt2"))
     labels = qwen2.labels()
-    assert [labels[i] for i in qwen2.encode("12345")] == ["1", "2", "3", "4", "5"]
+    assert [labels[i] for i in qwen2.encode("我爱你 12345")] == ["我", "爱", "你", "␣", "1", "2", "3", "4", "5"]
+    assert labels[tokens.index("æĪ")] == "<0xE6><0x88>"  # the first two bytes of 我 (E6 88 91), merged
     assert len(gpt2.encode("12345")) < 5
     pieces = {
         name: [p for p, _ in c.tokenizer.tokenizer.pre_tokenizer.pre_tokenize_str("IT'S 12 (ok)")]
