@@ -15,10 +15,19 @@ from attncalc.errors import InputError  # noqa: E402
 from attncalc.inputs.checkpoints.tensors import GGUF_TYPES, GGUFFile  # noqa: E402
 
 Q = gguf.GGMLQuantizationType
-QUANTISED_BY_GGUF = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
-# K-quants gguf cannot quantise: random blocks in their byte layout, their f16 scales made finite.
-# (offset of each f16 scale in the block, block bytes): Q4_K/Q5_K start with d, dmin; Q6_K ends with d.
-K_SCALES = {"Q4_K": ((0, 2), 144), "Q5_K": ((0, 2), 176), "Q6_K": ((208,), 210)}
+QUANTISED_BY_GGUF = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
+# Types gguf cannot quantise: random blocks in their byte layout, their f16 scales made finite.
+# (offset of each f16 scale in the block, block bytes): Q4_K/Q5_K start with d, dmin; Q6_K and Q3_K end with d,
+# Q2_K with d, dmin; IQ4_NL (32 values a block, llama.cpp's fallback for Q2_K/Q3_K rows not whole 256s) starts
+# with d.
+K_SCALES = {
+    "Q2_K": ((80, 82), 84),
+    "Q3_K": ((108,), 110),
+    "Q4_K": ((0, 2), 144),
+    "Q5_K": ((0, 2), 176),
+    "Q6_K": ((208,), 210),
+    "IQ4_NL": ((0,), 18),
+}
 
 
 def write(path, tensors: dict, arch="llama", meta=None):
@@ -38,11 +47,15 @@ def write(path, tensors: dict, arch="llama", meta=None):
     return str(path)
 
 
-def k_blocks(kind: str, rows: int, rng) -> np.ndarray:
+def k_blocks(kind: str, rows: int, rng, width: int = 256, d=(0.01, 0.1)) -> np.ndarray:
+    """`rows` rows of `width` values of type `kind`, as bytes (rows × the bytes of width / block values);
+    the f16 scales drawn from the range `d`."""
     scales, size = K_SCALES[kind]
-    blocks = rng.integers(0, 256, size=(rows, size), dtype=np.uint8)
+    per_row = width // gguf.GGML_QUANT_SIZES[Q[kind]][0]
+    blocks = rng.integers(0, 256, size=(rows * per_row, size), dtype=np.uint8)
     for at in scales:
-        blocks[:, at : at + 2] = np.frombuffer(np.float16(rng.uniform(0.01, 0.1)).tobytes(), np.uint8)
+        blocks[:, at : at + 2] = np.frombuffer(np.float16(rng.uniform(*d)).tobytes(), np.uint8)
+    blocks = blocks.reshape(rows, per_row * size)
     return blocks
 
 
@@ -63,9 +76,9 @@ def test_every_supported_type_reads_back_as_gguf_dequantises_it(kind, tmp_path):
 
 
 def test_an_unsupported_tensor_type_exits_2_naming_it(tmp_path):
-    x = np.random.default_rng(1).normal(size=(2, 64)).astype(np.float32)
-    path = write(tmp_path / "t.gguf", {"w": (quantize(x, Q.Q5_0), Q.Q5_0)})
-    with pytest.raises(InputError, match="Q5_0"):
+    x = np.random.default_rng(1).normal(size=(2, 256)).astype(np.float32)
+    path = write(tmp_path / "t.gguf", {"w": (quantize(x, Q.TQ2_0), Q.TQ2_0)})
+    with pytest.raises(InputError, match="TQ2_0"):
         GGUFFile(path).get("w")
 
 

@@ -139,11 +139,6 @@ GGUF_META = {  # gguf_file keywords → words (all three commands unless the las
     "no head_count": (dict(drop=("llama.attention.head_count",)), ["llama.attention.head_count"], True),
     "no embedding_length": (dict(drop=("llama.embedding_length",)), ["llama.embedding_length"], True),
     "block_count '1'": (dict(meta={"llama.block_count": "1"}), ["llama.block_count", "whole number", "'1'"], True),
-    "merge not in the vocabulary": (
-        dict(meta={"tokenizer.ggml.merges": ["a c"]}),
-        ["tokenizer.ggml.merges[0]", "'a c'"],
-        False,
-    ),
     "vocab_size 1e9": (
         dict(meta={"llama.vocab_size": 10**9}),
         ["llama.vocab_size", "rows (8)", "1,000,000,000"],

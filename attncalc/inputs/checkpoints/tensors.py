@@ -95,7 +95,9 @@ class SafetensorsFiles:
         return Lazy(lambda: file.array(name), file.entries[name].shape, name)
 
 
-GGUF_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K")
+# IQ4_NL is what llama.cpp writes instead of Q2_K / Q3_K for rows that are not whole 256-value blocks
+# (Qwen2.5 0.5B's 896 columns), so its Q2_K and Q3_K files hold it too.
+GGUF_TYPES = tuple("F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL".split())
 
 
 class GGUFFile:

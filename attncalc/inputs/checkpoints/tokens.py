@@ -13,17 +13,25 @@ import json
 import os
 import sys
 
-from attncalc.errors import InputError
+from attncalc.errors import InputError, describe
 from attncalc.inputs import files
 
 SHOWN = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
-# How llama.cpp's pre-tokenizer types split text before BPE (None: GPT-2's own ByteLevel regex).
+# How llama.cpp's pre-tokenizer types split text before BPE (None: GPT-2's own ByteLevel regex). qwen2's is
+# the regex of Qwen2's tokenizer.json, which llama.cpp (llama-vocab.cpp) runs with (?i:…) spelled out: it
+# differs from llama-bpe's only in taking one digit at a time; DeepSeek-R1's Qwen distillations share it.
+_QWEN2 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 GGUF_SPLITS = {
     "default": None,
     "gpt2": None,
     "smollm": None,
     "llama-bpe": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "qwen2": _QWEN2,
+    "deepseek-r1-qwen": _QWEN2,
 }
 CONTROL, USER_DEFINED = 3, 4  # GGUF token types
 
@@ -41,15 +49,30 @@ def byte_alphabet() -> dict[int, str]:
     return spelled
 
 
-def readable(token: str, unbyte: dict[str, int] | None) -> str:
-    """The label of one token: bytes decoded, blanks made visible, broken characters as <0xNN>."""
-    if unbyte is not None and all(c in unbyte for c in token):
-        raw = bytes(unbyte[c] for c in token)
-        text = raw.decode("utf-8", errors="surrogateescape")
-        token = "".join(f"<0x{ord(c) - 0xDC00:02X}>" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
-    else:
-        token = token.replace("▁", " ")  # SentencePiece's word start
-    return "".join(SHOWN.get(c, c) for c in token) or token
+def unbyte_table() -> dict[int, str]:
+    """A str.translate table from GPT-2's spelling back to each byte as the Latin-1 character of that value;
+    every other character below 256 becomes one Latin-1 cannot encode, so a token that is not wholly
+    byte-spelled fails to encode (a vocabulary of 151,936 tokens is read back at C speed)."""
+    table = {ord(c): chr(b) for b, c in byte_alphabet().items()}
+    return {**dict.fromkeys(range(256), "\uffff"), **table}
+
+
+SHOWN_TABLE = str.maketrans(SHOWN)
+# and, after decoding with surrogateescape, each byte of a character cut in two (U+DC80 … U+DCFF) as <0xNN>
+BYTES_SHOWN_TABLE = {**SHOWN_TABLE, **{0xDC00 + b: f"<0x{b:02X}>" for b in range(0x80, 0x100)}}
+
+
+def readable(token: str, unbyte: dict[int, str] | None) -> str:
+    """The label of one token: bytes decoded (`unbyte`: unbyte_table()), blanks made visible, broken
+    characters as <0xNN>."""
+    if unbyte is not None:
+        try:
+            raw = token.translate(unbyte).encode("latin-1")
+        except UnicodeEncodeError:  # not wholly byte-spelled (an added token written as text, a real space in it)
+            pass
+        else:
+            return raw.decode("utf-8", errors="surrogateescape").translate(BYTES_SHOWN_TABLE)
+    return token.replace("▁", " ").translate(SHOWN_TABLE) or token  # ▁: SentencePiece's word start
 
 
 @contextlib.contextmanager
@@ -88,20 +111,30 @@ def rust(call, where: str, expected: str):
 class TextTokenizer:
     """encode(text) → ids with the model's special tokens; `labels(size)` a unique readable label per id.
 
-    A tokenizer attncalc cannot run (a SentencePiece GGUF) still labels the ids; `refusal` is raised only
-    when text is to be encoded, so `--ids` works with it."""
+    A tokenizer attncalc cannot run (a SentencePiece GGUF, an unknown pre-tokenizer) still labels the ids;
+    `refusal` is raised only when text is to be encoded, so `--ids` works with it."""
 
     def __init__(
-        self, tokenizer, by_id: dict[int, str], special: set, byte_level: bool, add_bos=None, source="", refusal=None
+        self,
+        tokenizer,
+        by_id: dict[int, str] | None,
+        special: set,
+        byte_level: bool,
+        add_bos=None,
+        source="",
+        refusal=None,
     ):
         self.tokenizer, self.add_bos, self.source, self.refusal = tokenizer, add_bos, source, refusal
         self.by_id, self.special, self.byte_level = by_id, special, byte_level
 
     def labels(self, size: int) -> list[str]:
         """Labels of ids 0 … size−1 (the model's embedding rows): built for those only, whatever ids the
-        tokenizer claims (a vocabulary holding one id of 10^9 must not make 10^9 labels)."""
+        tokenizer claims (a vocabulary holding one id of 10^9 must not make 10^9 labels). Without a token
+        list to trust (`by_id` None), the ids' own numbers."""
         by_id = self.by_id
-        unbyte = {c: b for b, c in byte_alphabet().items()} if self.byte_level else None
+        if by_id is None:
+            return [f"#{i}" for i in range(size)]
+        unbyte = unbyte_table() if self.byte_level else None
         labels, seen = [], set()
         for i in range(size):
             token = by_id.get(i, f"<unused {i}>")
@@ -174,55 +207,73 @@ def _lowercase(path: str, config: dict) -> bool:
 
 
 def _meta_list(gguf_file, key: str, item: type) -> list:
+    """A metadata list whose items are all of type `item` (exactly: a bool is no int here), checked at C speed
+    (a Qwen2 vocabulary is 151,936 strings); the first other item is named."""
     value = gguf_file.meta(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, item) and not isinstance(v, bool) for v in value):
-        raise InputError(f"{gguf_file.path}: {key}", f"a list of {item.__name__}", type(value).__name__)
+    where = f"{gguf_file.path}: {key}"
+    if not isinstance(value, list):
+        raise InputError(where, f"a list of {item.__name__}", type(value).__name__)
+    if not set(map(type, value)) <= {item}:
+        k = next(k for k, v in enumerate(value) if type(v) is not item)
+        raise InputError(f"{where}[{k}]", f"a list of {item.__name__}", describe(value[k]))
     return value
 
 
 def _merges(gguf_file, vocab: dict) -> list[tuple[str, str]]:
     """tokenizer.ggml.merges as pairs, each of two tokens of the vocabulary whose join is one too (the
     library panics on any other)."""
-    merges = []
-    for k, merge in enumerate(_meta_list(gguf_file, "tokenizer.ggml.merges", str)):
-        pair = tuple(merge.split(" ", 1))
-        if len(pair) != 2 or not all(p in vocab for p in pair) or "".join(pair) not in vocab:
+    pairs = [tuple(merge.split(" ", 1)) for merge in _meta_list(gguf_file, "tokenizer.ggml.merges", str)]
+    for k, pair in enumerate(pairs):
+        if len(pair) != 2 or pair[0] not in vocab or pair[1] not in vocab or pair[0] + pair[1] not in vocab:
             raise InputError(
                 f"{gguf_file.path}: tokenizer.ggml.merges[{k}]",
                 "two tokens whose join is a token too",
-                repr(merge)[:40],
+                repr(" ".join(pair))[:40],
             )
-        merges.append(pair)
-    return merges
+    return pairs
 
 
 def from_gguf(gguf_file) -> TextTokenizer | None:
     """The byte-level BPE a GGUF carries (tokenizer.ggml.model = gpt2): its tokens, merges and special
-    tokens, split as the file's pre-tokenizer type says; None when the file has no vocabulary. Another kind
-    (SentencePiece's "llama") labels the ids and is refused only for --text."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
-
+    tokens, split as the file's pre-tokenizer type says; None when the file has no vocabulary. Whatever
+    attncalc cannot use of it (another kind, SentencePiece's "llama"; an unknown pre-tokenizer; a bad merge)
+    still labels the ids and is refused only for --text: a model runs on --ids whatever its tokenizer."""
     if gguf_file.meta("tokenizer.ggml.tokens") is None:
         return None
-    tokens = _meta_list(gguf_file, "tokenizer.ggml.tokens", str)
-    vocab = {t: i for i, t in enumerate(tokens)}
-    kind, pre = gguf_file.meta("tokenizer.ggml.model"), gguf_file.meta("tokenizer.ggml.pre", "default")
-    types = _meta_list(gguf_file, "tokenizer.ggml.token_type", int)
+    try:
+        tokens = _meta_list(gguf_file, "tokenizer.ggml.tokens", str)
+        types = _meta_list(gguf_file, "tokenizer.ggml.token_type", int)
+    except InputError as e:  # no labels to trust: the ids are labelled by their numbers
+        return TextTokenizer(None, None, set(), False, source=gguf_file.path, refusal=e)
     special = {t for t, k in zip(tokens, types) if k == CONTROL}
-    refusal = None
+    kind = gguf_file.meta("tokenizer.ggml.model")
+    try:
+        tok, add_bos = _byte_level_bpe(gguf_file, kind, tokens, types, special)
+    except InputError as e:
+        return TextTokenizer(None, dict(enumerate(tokens)), special, kind == "gpt2", source=gguf_file.path, refusal=e)
+    return _of(tok, True, gguf_file.path, add_bos)
+
+
+def _byte_level_bpe(gguf_file, kind, tokens: list[str], types: list[int], special: set):
+    """The `tokenizers` BPE of a gpt2-kind GGUF vocabulary and the BOS id it adds (or None); an InputError
+    naming the key when attncalc cannot build it."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    pre = gguf_file.meta("tokenizer.ggml.pre", "default")
     if kind != "gpt2":
-        refusal = InputError(
-            f"{gguf_file.path}: tokenizer.ggml.model", "gpt2 (a byte-level BPE) for --text", repr(kind)
-        )
-    elif pre not in GGUF_SPLITS:
-        refusal = InputError(
+        raise InputError(f"{gguf_file.path}: tokenizer.ggml.model", "gpt2 (a byte-level BPE) for --text", repr(kind))
+    if pre not in GGUF_SPLITS:
+        raise InputError(
             f"{gguf_file.path}: tokenizer.ggml.pre", "one of " + ", ".join(GGUF_SPLITS) + " for --text", repr(pre)
         )
-    if refusal is not None:
-        return TextTokenizer(
-            None, dict(enumerate(tokens)), special, kind == "gpt2", source=gguf_file.path, refusal=refusal
-        )
+    vocab = {t: i for i, t in enumerate(tokens)}
     merges = _merges(gguf_file, vocab)
+    bos = gguf_file.meta("tokenizer.ggml.bos_token_id")
+    add_bos = bos if gguf_file.meta("tokenizer.ggml.add_bos_token", False) is True else None
+    if add_bos is not None and not (isinstance(add_bos, int) and 0 <= add_bos < len(tokens)):
+        raise InputError(
+            f"{gguf_file.path}: tokenizer.ggml.bos_token_id", f"a token id from 0 to {len(tokens) - 1}", repr(bos)
+        )
     tok = rust(lambda: Tokenizer(models.BPE(vocab=vocab, merges=merges)), gguf_file.path, "a BPE vocabulary")
     split = GGUF_SPLITS[pre]
     tok.pre_tokenizer = (
@@ -238,10 +289,4 @@ def from_gguf(gguf_file) -> TextTokenizer | None:
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in tokens if t in special])
     tok.add_tokens([AddedToken(t, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED])
-    bos = gguf_file.meta("tokenizer.ggml.bos_token_id")
-    add_bos = bos if gguf_file.meta("tokenizer.ggml.add_bos_token", False) is True else None
-    if add_bos is not None and not (isinstance(add_bos, int) and 0 <= add_bos < len(tokens)):
-        raise InputError(
-            f"{gguf_file.path}: tokenizer.ggml.bos_token_id", f"a token id from 0 to {len(tokens) - 1}", repr(bos)
-        )
-    return _of(tok, True, gguf_file.path, add_bos)
+    return tok, add_bos
