@@ -321,3 +321,14 @@ def test_a_rust_panic_prints_one_line_in_a_real_process(tmp_path):
         f"attncalc: error: {folder}/tokenizer.json: expected a tokenizer that reads --text, "
         "found the tokenizer library failed on it (a panic inside tokenizers)"
     ]
+
+
+def test_a_model_file_rewritten_within_one_process_is_opened_again(tmp_path, cli):
+    """One process (a notebook, the API) keeps an opened model by its path; a file cut shorter since must be
+    read again and refused, not read through the old memory map (a bus error that ends the process)."""
+    path = crafted.gguf_file(tmp_path / "model.gguf")
+    raw = open(path, "rb").read()
+    assert cli("qkv", "--model", path, "--ids", "1 2", "-f", "json").exit_code == 0
+    with open(path, "wb") as f:
+        f.write(raw[: len(raw) - 64])
+    refused(cli("qkv", "--model", path, "--ids", "1 2", "-f", "json"), "model.gguf")

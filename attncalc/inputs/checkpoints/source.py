@@ -7,19 +7,33 @@ A document read later reopens the same files and refuses (exit 2) when one is mi
 
 from __future__ import annotations
 
+import os
 import re
 
 from attncalc.errors import InputError, describe
 
-_OPENED: dict[str, object] = {}  # path → Checkpoint: a process that reopens a model (walk) reads it once
+# path → (the files' stamp, Checkpoint): a process that reopens a model (walk) reads it once, and opens it
+# again when a file was rewritten since (reading a memory map of a file cut shorter ends the process)
+_OPENED: dict[str, tuple] = {}
+
+
+def _stamp(spec: str) -> tuple:
+    """Inode, size and modification time of a model file, or of each file in a model folder."""
+    try:
+        paths = [os.path.join(spec, n) for n in sorted(os.listdir(spec))] if os.path.isdir(spec) else [spec]
+        stats = [os.stat(p) for p in paths]
+    except OSError:
+        return ()
+    return tuple((s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)
 
 
 def checkpoint(spec: str):
     from attncalc.inputs.checkpoints import open_checkpoint
 
-    if spec not in _OPENED:
-        _OPENED[spec] = open_checkpoint(spec)
-    return _OPENED[spec]
+    stamp = _stamp(spec)
+    if spec not in _OPENED or _OPENED[spec][0] != stamp:
+        _OPENED[spec] = (stamp, open_checkpoint(spec))
+    return _OPENED[spec][1]
 
 
 def parse_ids(text: str) -> list[int]:
