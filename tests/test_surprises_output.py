@@ -206,6 +206,28 @@ def test_a_short_generation_shows_no_progress():
     assert "generating tokens" not in _generation_on_a_terminal("100000", 30)
 
 
+def _stage_on_a_terminal(after: str) -> str:
+    """Everything a stage command writes on a pseudo-terminal (stdout and stderr both) at threshold `after`."""
+    pexpect = pytest.importorskip("pexpect")
+    env = {**RUN, "TERM": "xterm", "ATTNCALC_PROGRESS_AFTER": after, "NO_COLOR": "1"}
+    args = ["-m", "attncalc", "softmax", "--example", "woaini", "--only", "A"]
+    child = pexpect.spawn(sys.executable, args, env=env, encoding="utf-8", timeout=600)  # a hang guard
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    return child.before
+
+
+def test_a_silent_command_shows_a_spinner_that_leaves_before_its_output():
+    """Nothing silent for long on a terminal (opening a model included): after the threshold a spinner says
+    attncalc is working, and it is gone (its line cleared) before the first line of output."""
+    seen = _stage_on_a_terminal("0")
+    assert "working…" in seen
+    spinner_ends, table = seen.rindex("working…"), seen.index("A = softmax(S_masked) per row")
+    assert spinner_ends < table and "\x1b[2K" in seen[spinner_ends:table]  # the spinner's line erased first
+    assert "working…" not in _stage_on_a_terminal("100000")
+
+
 def test_a_bad_progress_threshold_is_named(cli, monkeypatch):
     monkeypatch.setenv("ATTNCALC_PROGRESS_AFTER", "soon")
     assert_bad(cli("generate", "--example", "woaini", "-n", "2", "-f", "json"), "ATTNCALC_PROGRESS_AFTER", "'soon'")

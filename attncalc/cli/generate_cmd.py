@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Annotated
 
@@ -111,18 +110,6 @@ def _model(req):
     return calc.session, calc.decoder_model()
 
 
-PROGRESS_AFTER = 2.0  # seconds of silence on a terminal before the bar appears (ATTNCALC_PROGRESS_AFTER)
-
-
-def progress_after() -> float:
-    """ATTNCALC_PROGRESS_AFTER seconds (docs/commands.md), else PROGRESS_AFTER: a test sets 0 so that the
-    bar shows whatever the machine's speed."""
-    from attncalc import arguments
-
-    text = os.environ.get("ATTNCALC_PROGRESS_AFTER")
-    return PROGRESS_AFTER if not text else arguments.coerce(float, text, "ATTNCALC_PROGRESS_AFTER", lo=0)
-
-
 class Progress:
     """A progress bar on stderr for a generation that runs longer than `after` seconds, only when stderr
     is a terminal (a pipe or a log gets nothing); it disappears when the run ends."""
@@ -130,7 +117,9 @@ class Progress:
     def __init__(self, total: int, after: float | None = None):
         import time
 
-        self.total, self.after, self.clock = total, progress_after() if after is None else after, time.monotonic
+        from attncalc import busy
+
+        self.total, self.after, self.clock = total, busy.after() if after is None else after, time.monotonic
         self.start, self.bar, self.task = self.clock(), None, None
 
     def update(self, done: int) -> None:

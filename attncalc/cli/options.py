@@ -227,7 +227,10 @@ def guarded(fn, debug: bool):
         import warnings
 
         warnings.showwarning = _warning_line
+    from attncalc.busy import SPINNER
+
     try:
+        SPINNER.start()
         return fn()
     except InputError as e:
         if debug:  # the traceback, and still exit 2
@@ -255,6 +258,8 @@ def guarded(fn, debug: bool):
             traceback.print_exc()
             raise typer.Exit(70) from None
         fail(f"internal error ({type(e).__name__}: {e}); rerun with --debug and report it", 70)
+    finally:
+        SPINNER.stop()
 
 
 class _Plain:

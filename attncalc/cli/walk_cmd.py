@@ -134,8 +134,10 @@ def walk(
             sys.stderr.write(f"attncalc: {texts.t('page.wrote', path=html, size=size)}\n")
             return
         if not (plain or no_pause or export) and on_terminal():
+            from attncalc.busy import SPINNER
             from attncalc.tui.app import run as run_full_screen
 
+            SPINNER.stop()  # the full screen is Textual's from here
             texts.use(w.lang)
             code = run_full_screen(w, quiz)
             if code:

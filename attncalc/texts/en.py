@@ -219,6 +219,7 @@ TEXTS = {
     "surprises.unknown_tensors": "{where}: unknown tensors {names} are ignored{hint}",
     "surprises.did_you_mean": " (did you mean {name}?)",
     "surprises.progress": "generating tokens",
+    "surprises.busy": "working…",
     "surprises.dropped": "(columns {names} left out to fit {width} columns; widen the terminal or use -f json)",
     # ---- zh area (issue 11): words the graph's operations and formulas say (core/ returns Notes) ----
     "mask.none": "no mask",

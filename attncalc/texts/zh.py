@@ -219,6 +219,7 @@ TEXTS = {
     "surprises.unknown_tensors": "{where}：未知的张量 {names} 已被忽略{hint}",
     "surprises.did_you_mean": "（是不是想写 {name}？）",
     "surprises.progress": "正在生成",
+    "surprises.busy": "正在计算…",
     "surprises.dropped": "（为适应 {width} 列宽，省略了 {names} 这几列；可以加宽终端或使用 -f json）",
     # ---- zh 部分（issue 11）：图中各运算与公式的说明（core/ 只返回 Note） ----
     "mask.none": "不加掩码",
