@@ -228,10 +228,12 @@ class CheckReport:
 class Calculation:
     """One input (example, fixture, document, inline matrices) as a graph of named tensors."""
 
-    def __init__(self, request: Request):
+    def __init__(self, request: Request, stand_in: bool = False):
+        """`stand_in`: a model's weights as stand-ins of their shapes, none read: every shape is right and
+        every number zero (the commands size a document from it before reading the weights)."""
         arguments.check_fields(request)  # load(scale=nan) → `scale: expected …`, as --scale nan is refused
         self.request = dataclasses.replace(request, sets=list(request.sets), inline=dict(request.inline))
-        self.session: Session = open_session(dataclasses.replace(self.request, sets=list(self.request.sets)))
+        self.session: Session = open_session(dataclasses.replace(self.request, sets=list(self.request.sets)), stand_in)
         self.graph = self.session.graph
         self.stage = self.session.stage
         head = self.session.options.get("head")
