@@ -43,8 +43,8 @@ Full = Annotated[
     bool,
     typer.Option(
         "--full",
-        help="A real model's steps as full tables (every layer's q, K, V, A, all probabilities); "
-        "by default one short block per step.",
+        help="A real model's steps in full: tables of every layer's q, K, V, A and all probabilities, "
+        "or with -f json every tensor; by default one short block (or record) per step.",
         rich_help_panel=o.OUTPUT,
     ),
 ]
