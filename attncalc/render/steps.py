@@ -310,12 +310,12 @@ def generation_numbers(model, settings) -> tuple[int, int]:
     two step graphs over stand-in caches give every step's count."""
     import numpy as np
 
-    from attncalc.decoding import decoder_graph, token_limit
+    from attncalc.decoding import decoder_graph
 
     first = decoder_graph(model, model.prompt, 0, {})
     least = _numbers(first) + (_numbers(model.encoder) if model.encoder is not None else 0)
     sampled = len(model.vocab) if settings.strategy == "sample" else 0  # p_sample, every step
-    steps, rows = min(settings.max_new_tokens, token_limit(model)[0]), len(model.prompt)  # (generate refuses more)
+    steps, rows = settings.max_new_tokens, len(model.prompt)
     if steps <= 1:
         return least + sampled, least + sampled
     cached = [n for n in first.nodes if n.endswith("K_all")]
@@ -340,8 +340,11 @@ def generation_numbers(model, settings) -> tuple[int, int]:
 def refuse_huge_generation(model, settings) -> None:
     """Before generating: a document of every step's tensors over HUGE numbers is refused now, not after the
     run ("at least" when the first step's alone, which every run writes, are too many)."""
+    from attncalc.decoding import token_limit
     from attncalc.render.output import HUGE, too_big
 
+    if settings.max_new_tokens > token_limit(model)[0]:
+        return  # more tokens than the context holds: generate refuses them before its first step
     least, total = generation_numbers(model, settings)
     if least > HUGE:
         raise too_big(least, "logits,probs", estimated=True)
