@@ -242,10 +242,12 @@ class CheckReport:
 class Calculation:
     """One input (example, fixture, document, inline matrices) as a graph of named tensors."""
 
-    def __init__(self, request: Request):
+    def __init__(self, request: Request, stand_in: bool = False):
+        """`stand_in`: a model's weights as stand-ins of their shapes, none read: every shape is right and
+        every number zero (the commands size a document from it before reading the weights)."""
         arguments.check_fields(request)  # load(scale=nan) → `scale: expected …`, as --scale nan is refused
         self.request = dataclasses.replace(request, sets=list(request.sets), inline=dict(request.inline))
-        self.session: Session = open_session(dataclasses.replace(self.request, sets=list(self.request.sets)))
+        self.session: Session = open_session(dataclasses.replace(self.request, sets=list(self.request.sets)), stand_in)
         self.graph = self.session.graph
         self.stage = self.session.stage
         head = self.session.options.get("head")
@@ -314,18 +316,33 @@ class Calculation:
         """Your own numbers against the model's: a dict {"S": [[…]]}, a worksheet's path or its text.
         With `layer=N` (and `head=H`) loaded, `A` means layer N's A (and a [n, m] sheet head H of it)."""
         from attncalc import arguments
-        from attncalc.check import check, stage_for
+        from attncalc.check import check
 
         tol, precision = arguments.check("tol", tol), arguments.check("precision", precision)
-        sheets = read_worksheet(worksheet)
+        sheets = read_worksheet(worksheet, self.fits)
+        graph, prefix = self._graph_for(sheets)
+        head = self.session.options.get("head")
+        return CheckReport(check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix))
+
+    def fits(self, sheets: dict, line: int) -> None:
+        """A long worksheet's tensors as far as its first `line` lines go against this model's shapes, before
+        the rest is parsed (check.refuse_misfit)."""
+        from attncalc.check import refuse_misfit
+
+        graph, prefix = self._graph_for(sheets)
+        refuse_misfit(graph, sheets, line, prefix)
+
+    def _graph_for(self, sheets: dict):
+        """(the graph that holds every tensor of `sheets`, the prefix a bare name means with `layer`)."""
+        from attncalc.check import stage_for
+
         graph = self.graph
         needed = stage_for(sheets)
         layer = self.request.layer
         if STAGES.index(needed) > STAGES.index(self.stage) and layer is None:  # --layer: that one
             graph = Calculation(dataclasses.replace(self.request, stage=needed)).graph
         prefix = next((p for p in (f"enc.{layer}.", f"dec.{layer}.self.") if p + "A" in graph.nodes), "")
-        head = self.session.options.get("head")
-        return CheckReport(check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix))
+        return graph, prefix
 
     def decoder_model(self):
         """The model generation runs: weights read once, the encoder (if any) run once."""
@@ -453,9 +470,10 @@ def _narrow_as_written(value) -> str:
     return nested(arr)
 
 
-def read_worksheet(worksheet) -> dict:
+def read_worksheet(worksheet, fits=None) -> dict:
     """A worksheet as check reads it: a dict of tensors (lists or arrays), a path, the text itself, or
-    what `check.parse_worksheet` made of one (the command line reads the worksheet first)."""
+    what `check.parse_worksheet` made of one (the command line reads the worksheet first); `fits` checks a
+    long text sheet's first lines against the model (`Calculation.fits`)."""
     from attncalc.inputs.files import read_text
     from attncalc.inputs.worksheet import Sheet, parse_worksheet
 
@@ -465,7 +483,7 @@ def read_worksheet(worksheet) -> dict:
         return parse_worksheet(_as_written(worksheet), "worksheet")
     if isinstance(worksheet, os.PathLike) or isinstance(worksheet, str) and "\n" not in worksheet:
         if isinstance(worksheet, os.PathLike) or os.path.exists(worksheet):
-            return parse_worksheet(read_text(os.fspath(worksheet), "worksheet"), os.fspath(worksheet))
+            return parse_worksheet(read_text(os.fspath(worksheet), "worksheet"), os.fspath(worksheet), fits)
     if isinstance(worksheet, str):
-        return parse_worksheet(worksheet, "worksheet")
+        return parse_worksheet(worksheet, "worksheet", fits)
     raise InputError("worksheet", "a dict of tensors, a path or a worksheet's text", type(worksheet).__name__)

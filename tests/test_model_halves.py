@@ -91,13 +91,13 @@ def test_generate_on_a_real_model_prints_one_short_block_per_step(cli, tiny_mode
     assert "Step 0 → " not in full.stdout
 
 
-def test_full_is_refused_outside_tables(cli, tiny_models):
+def test_full_is_refused_in_notes(cli, tiny_models):  # JSON takes it: every tensor (tests/test_generate_brief.py)
     _, dec = tiny_models
-    r = cli("generate", "--model", dec, "--ids", "3,17,5", "-n", "2", "--full", "-f", "json")
+    r = cli("generate", "--model", dec, "--ids", "3,17,5", "-n", "2", "--full", "-f", "markdown")
     assert r.exit_code == 2 and r.stdout == ""
-    assert (
-        r.stderr.strip()
-        == "attncalc: error: --full: expected -f table (JSON keeps every tensor; --only picks some), found -f json"
+    assert r.stderr == (
+        "attncalc: error: --full: expected -f table or -f json (Markdown and LaTeX show every step in full),"
+        " found -f markdown\n"
     )
 
 

@@ -72,7 +72,7 @@ def test_a_huge_number_in_a_plain_text_worksheet_is_named(cli, tmp_path):
 def test_debug_keeps_exit_70_and_shows_the_traceback(cli, monkeypatch):
     import attncalc.api as api
 
-    def broken(req):
+    def broken(req, *rest):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(api, "open_session", broken)

@@ -132,6 +132,37 @@ def test_a_13_mb_worksheet_with_a_bad_first_row_is_refused_from_its_first_lines(
     assert len(read) < 2 * worksheet.EARLY_LINES
 
 
+def test_a_clean_13_mb_worksheet_the_model_cannot_hold_is_refused_from_its_first_lines(cli, tmp_path, monkeypatch):
+    from attncalc.inputs import worksheet
+
+    read = []
+    real = worksheet._tokens
+    monkeypatch.setattr(worksheet, "_tokens", lambda line: read.append(line) or real(line))
+    path = big_sheet(tmp_path, "0.426 1.770 0.426 1.770")  # every row right, 560,001 of them for woaini's 3
+    out = cli("check", path, "--example", "woaini")
+    assert out.exit_code == 2 and out.stdout == ""
+    assert out.stderr == (
+        f"attncalc: error: {path}: Q: expected 3 rows of 4 numbers (the model's Q), found 255 rows by line 256,"
+        " where reading stopped\n"
+    )
+    assert len(read) < 2 * worksheet.EARLY_LINES  # the other 559,745 lines were never tokenized
+    read.clear()
+    wide = tmp_path / "wide.txt"
+    wide.write_text("A =\n" + "0.3 0.3 0.2 0.2\n" * 300, encoding="utf-8")
+    with pytest.raises(attncalc.InputError) as e:
+        attncalc.load("woaini").check(wide)  # the Python API reads it the same way
+    assert str(e.value) == f"{wide}: A: expected 3 rows of 3 numbers (the model's A), found rows of 4 numbers"
+    assert len(read) < 2 * worksheet.EARLY_LINES
+
+
+def test_a_long_worksheet_that_fits_is_checked_whole(cli, tmp_path):
+    sheet = tmp_path / "long.txt"
+    sheet.write_text("Q =\n1 1 1 1\n" + "# working\n" * 300 + "0.426 1.770 0.426 1.770\n2 2 2 2\n", encoding="utf-8")
+    out = cli("check", sheet, "--example", "woaini", "-f", "json")
+    verdicts = json.loads(out.stdout)["tensors"]["Q"]["verdicts"]
+    assert out.exit_code == 1 and verdicts[:2] == [["correct"] * 4] * 2 and verdicts[2] == ["slip"] * 4
+
+
 def test_an_error_only_the_whole_sheet_shows_still_waits_for_it(tmp_path):
     from attncalc.inputs.worksheet import EARLY_LINES, parse_worksheet
 

@@ -130,8 +130,10 @@ def stage_command(stage: str):
             from attncalc.render.output import drawn_names, emit, refuse_huge_document, resolve_format
 
             req = o.request(ctx, stage)
-            calc = Calculation(req)
             names = arguments.names(only)
+            if resolve_format(fmt) == "json" and req.model is not None:  # sized before a weight is read
+                refuse_huge_document(Calculation(req, stand_in=True).session, names)
+            calc = Calculation(req)
             if resolve_format(fmt) == "json":
                 refuse_huge_document(calc.session, names)
             wanted = None if cell else names  # --only: compute (and hold) only those

@@ -86,9 +86,17 @@ def register(app: typer.Typer) -> None:
                     "nothing (standard input is " + ("closed)" if sys.stdin is None else "a terminal)"),
                 )
             source = "<stdin>" if worksheet == "-" else worksheet
-            sheets = parse_worksheet(read_text(worksheet, "worksheet"), source)
-            req = o.request(ctx, stage_for(sheets) if layer is None else "attend")  # --layer: that layer's attention
-            calc = Calculation(req)
+            made = {}
+
+            def calculation(sheets):  # one a stage: for a long sheet's first lines (its shapes), then the whole
+                stage = stage_for(sheets) if layer is None else "attend"  # --layer: that layer's attention
+                if stage not in made:
+                    made[stage] = Calculation(o.request(ctx, stage))
+                return made[stage]
+
+            text = read_text(worksheet, "worksheet")
+            sheets = parse_worksheet(text, source, lambda early, line: calculation(early).fits(early, line))
+            calc = calculation(sheets)
             for message in calc.graph.warnings:  # unknown fixture keys
                 sys.stderr.write(f"attncalc: warning: {message}\n")
             report = calc.check(sheets, tol=tol, precision=precision).to_dict()

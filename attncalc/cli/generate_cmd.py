@@ -42,8 +42,8 @@ Full = Annotated[
     bool,
     typer.Option(
         "--full",
-        help="A real model's steps as full tables (every layer's q, K, V, A, all probabilities); "
-        "by default one short block per step.",
+        help="A real model's steps in full: tables of every layer's q, K, V, A and all probabilities, "
+        "or with -f json every tensor; by default one short block (or record) per step.",
         rich_help_panel=o.OUTPUT,
     ),
 ]
@@ -172,6 +172,7 @@ def register(app) -> None:
         debug: o.Debug = False,
     ):
         def run():
+            from attncalc import arguments
             from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
             from attncalc.render.output import resolve_format
@@ -179,32 +180,37 @@ def register(app) -> None:
             check_choices(fmt, None, lang, standalone=standalone)
             o.quiet_blas_threads(model)
             settings = _settings(max_new_tokens, strategy, temperature, top_k, top_p, seed, kv_cache)
-            req = o.request(ctx, "embed")
-            session, decoder = _model(req)
-            from attncalc import arguments
+            names = arguments.names(only)
+            kind = resolve_format(fmt)
+            if full and kind not in ("table", "json"):  # before any work: the notes have no short form to leave
+                raise InputError(
+                    "--full", "-f table or -f json (Markdown and LaTeX show every step in full)", f"-f {kind}"
+                )
+            if names is not None and kind != "json":
+                raise InputError("--only", "-f json (tables always show each step's main tensors)", repr(only))
             from attncalc.decoding import generate as run_generation
             from attncalc.render import steps as render
 
-            names = arguments.names(only)
-            kind = resolve_format(fmt)
-            if full and kind != "table":  # before any work: the notes and JSON have no short form to leave
-                raise InputError("--full", "-f table (JSON keeps every tensor; --only picks some)", f"-f {kind}")
-            if kind == "json":
-                render.refuse_huge_generation(decoder, names)
+            req = o.request(ctx, "embed")
+            if kind == "json" and full and names is None and req.model is not None:  # sized before a weight is read
+                from attncalc.api import Calculation
+
+                render.refuse_huge_generation(Calculation(req, stand_in=True).decoder_model(), settings)
+            session, decoder = _model(req)
+            text_of = _text_of(session)  # a real model's: its steps in short unless --full or --only
+            brief = text_of is not None and not full and names is None and kind in ("table", "json")
+            if kind == "json" and not brief and names is None:
+                render.refuse_huge_generation(decoder, settings)
             with Progress(settings.max_new_tokens) as progress:
-                result = run_generation(decoder, settings, on_step=progress.update)
+                result = run_generation(decoder, settings, keep=not brief, on_step=progress.update)
             for message in session.graph.warnings:
                 sys.stderr.write(f"attncalc: warning: {message}\n")
             if kind == "json":
-                sys.stdout.write(render.json_text(session, decoder, result, names) + "\n")
-            elif names is not None:
-                raise InputError("--only", "-f json (tables always show each step's main tensors)", repr(only))
+                sys.stdout.write(render.json_text(session, decoder, result, names, text_of, brief) + "\n")
+            elif brief:
+                render.print_brief(decoder, result, precision, text_of)
             elif kind == "table":
-                text_of = None if full else _text_of(session)
-                if text_of is None:
-                    render.print_generation(decoder, result, precision)
-                else:
-                    render.print_brief(decoder, result, precision, text_of)
+                render.print_generation(decoder, result, precision)
             else:
                 from attncalc.render import latex
 

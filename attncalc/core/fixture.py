@@ -77,7 +77,10 @@ def _from_array(value, path: str, allow_neg_inf: bool) -> np.ndarray:
     if arr.dtype.kind not in "iuf":  # bool, complex, strings, objects: the list path names the bad cell
         return to_array(arr.tolist(), path, allow_neg_inf)
     arr = arr if arr.dtype == np.float32 else arr.astype(float, copy=False)
-    if np.isfinite(arr).all():
+    if arr.size and not any(arr.strides):  # one number repeated (a checkpoint's stand-in, np.broadcast_to)
+        if np.isfinite(arr.flat[0]):
+            return arr
+    elif np.isfinite(arr).all():
         return arr
     bad = ~np.isfinite(arr) & ~(np.isneginf(arr) if allow_neg_inf else False)
     if bad.any():

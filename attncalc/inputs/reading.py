@@ -47,9 +47,10 @@ class Input:
         return self.reference is not None or self.reference_of is not None
 
 
-def read_input(req: Request) -> Input:
-    """The one reading of `req`'s input; a document that refers to files reopens them (checked unchanged)."""
-    got = _model(req) or _given(req)
+def read_input(req: Request, stand_in: bool = False) -> Input:
+    """The one reading of `req`'s input; a document that refers to files reopens them (checked unchanged).
+    `stand_in`: a model's weights as stand-ins of their shapes, none read (what a size is estimated from)."""
+    got = _model(req, stand_in) or _given(req)
     if got.document and _refers(got.document["fixture"]):
         from attncalc.inputs.checkpoints.source import from_reference
 
@@ -57,13 +58,13 @@ def read_input(req: Request) -> Input:
     return got
 
 
-def _model(req: Request) -> Input | None:
+def _model(req: Request, stand_in: bool) -> Input | None:
     """`--model PATH` with `--text` or `--ids`; the checkpoint readers are imported only then."""
     if (req.model, req.text, req.ids) == (None, None, None):
         return None
     from attncalc.inputs.checkpoints.source import model_input
 
-    fixture, source, reference = model_input(req.model, req.text, req.ids)
+    fixture, source, reference = model_input(req.model, req.text, req.ids, stand_in)
     if req.example or req.exercise or req.fixture or req.document or req.data is not None:
         raise InputError(
             "--model", "one input (--model, --example, --exercise, --fixture or a document)", "more than one"

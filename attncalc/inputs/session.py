@@ -250,8 +250,10 @@ def refuse_missing_half(req: Request, raw: dict, wants: str) -> None:
     )
 
 
-def open_session(req: Request) -> Session:
-    got = read_input(req)
+def open_session(req: Request, stand_in: bool = False) -> Session:
+    """`stand_in`: a model's weights as zero-stride stand-ins of their shapes (none read): the graph's shapes
+    are right, its numbers are not (a document's size is estimated from it before the real session)."""
+    got = read_input(req, stand_in)
     raw, source, strict, doc = got.fixture, got.source, got.strict, got.document
     refuse_missing_half(req, raw, req.stage)
     reference = got.reference  # a model's files (or a big fixture file) the fixture stands for

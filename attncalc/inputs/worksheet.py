@@ -135,15 +135,19 @@ def _reject(name):
     raise ValueError(name)
 
 
-def parse_worksheet(text: str, source: str) -> dict[str, Sheet]:
-    """A JSON object of tensors, or plain text (`Q =` then rows); a pipe document's tensors too."""
+def parse_worksheet(text: str, source: str, fits=None) -> dict[str, Sheet]:
+    """A JSON object of tensors, or plain text (`Q =` then rows); a pipe document's tensors too. `fits(sheets,
+    line)`: a long text sheet's tensors as far as its first `line` lines go, checked against the model
+    before the rest is parsed (`Calculation.fits`)."""
     text = text.lstrip("\ufeff")  # a byte-order mark, as Windows editors save UTF-8
     # the first line with something besides a comment (a 13 MB sheet is not split into lines to find it)
     first = next((kept for line in io.StringIO(text) if (kept := line.split("#", 1)[0].strip())), "")
     if not first:
         raise InputError(source, 'a worksheet: {"Q": [[...]], ...} or "Q =" followed by rows', "an empty file")
     if not first.startswith(("{", "[")):
-        _refuse_early(text, source)
+        early = _refuse_early(text, source)
+        if early and fits is not None:
+            fits(early, EARLY_LINES)
         return _parse_text(text, source)
     if len(text) > EARLY_JSON:
         _refuse_early_json(text, source)
@@ -192,21 +196,23 @@ def _refuse_early_json(text: str, source: str) -> None:
             return
 
 
-def _refuse_early(text: str, source: str) -> None:
+def _refuse_early(text: str, source: str) -> dict[str, Sheet] | None:
     """A mistake in a long text sheet's first lines (a bad cell, a row of the wrong length, rows before any
     header) is named at once, from those lines alone, instead of after tokenizing every line of 13 MB: each
     of those errors depends only on the lines before it, so the whole sheet has it too. Anything else in
-    the first lines (a head still to come, a header without rows yet) waits for the whole sheet."""
+    the first lines (a head still to come, a header without rows yet) waits for the whole sheet. The
+    tensors of the first lines when they read cleanly (None for a short sheet)."""
     end = -1
     for _ in range(EARLY_LINES):
         end = text.find("\n", end + 1)
         if end < 0:
-            return  # a short sheet: read whole at once
+            return None  # a short sheet: read whole at once
     try:
-        _parse_text(text[:end], source)
+        return _parse_text(text[:end], source)
     except InputError as e:
         if _LINE_ERROR.fullmatch(e.where[len(source) :]):
             raise
+    return None
 
 
 _LINE_ERROR = re.compile(r" line \d+|: .*\(line \d+\)")  # where a row's own error is (`_parse_text`, `_rows`)

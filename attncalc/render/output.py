@@ -90,9 +90,11 @@ def head_notes(session: Session, values: dict) -> list[str]:
     return out
 
 
-def too_big(total: int, pick: str, estimated: bool = False) -> InputError:
-    """The refusal of a document of `total` numbers (at least that many when `estimated` from shapes)."""
-    found = f"{'at least ' if estimated else ''}{total:,} numbers, about {total * 20 / 1e6:,.0f} MB of JSON"
+def too_big(total: int, pick: str, estimated: bool = False, steps: int | None = None) -> InputError:
+    """The refusal of a document of `total` numbers (at least that many when `estimated` from shapes; those of
+    a whole generation of `steps` new tokens)."""
+    over = f" over {steps} new tokens" if steps else ""
+    found = f"{'at least ' if estimated else ''}{total:,} numbers{over}, about {total * 20 / 1e6:,.0f} MB of JSON"
     return InputError("-f json", f"at most {HUGE:,} numbers in one document (pick tensors with --only {pick})", found)
 
 

@@ -297,24 +297,65 @@ def notes_text(model, result, precision: int, latex: bool = False) -> str:
 # ---- JSON ----------------------------------------------------------------------------------------
 
 
-def refuse_huge_generation(model, only: list[str] | None) -> None:
-    """Before generating: the encoder's tensors and the first step's (the whole prompt, which every run
-    computes) are the least a generation's document holds; more than HUGE is refused now, not after the
-    run (a 100-token prompt through a 30-layer model is 10 million numbers at step 0 alone)."""
+def _numbers(graph) -> int:
+    from attncalc.render.output import numbers_at_least
+
+    return sum(numbers_at_least(graph, n) for n in graph.shown() if n not in graph.given)
+
+
+def generation_numbers(model, settings) -> tuple[int, int]:
+    """(numbers every run writes: the encoder's tensors and the first step's, the whole prompt; numbers of a
+    run of settings.max_new_tokens steps), from shapes before anything is computed. A later step's tensors
+    grow by the same count with each row its caches hold (the caches, scores and weights over them), so
+    two step graphs over stand-in caches give every step's count."""
+    import numpy as np
+
     from attncalc.decoding import decoder_graph
-    from attncalc.render.output import HUGE, numbers_at_least, too_big
 
-    if only:
-        return
     first = decoder_graph(model, model.prompt, 0, {})
-    graphs = [first] + ([model.encoder] if model.encoder is not None else [])
-    total = sum(numbers_at_least(g, n) for g in graphs for n in g.shown() if n not in g.given)
+    least = _numbers(first) + (_numbers(model.encoder) if model.encoder is not None else 0)
+    sampled = len(model.vocab) if settings.strategy == "sample" else 0  # p_sample, every step
+    steps, rows = settings.max_new_tokens, len(model.prompt)
+    if steps <= 1:
+        return least + sampled, least + sampled
+    cached = [n for n in first.nodes if n.endswith("K_all")]
+
+    def later(m: int) -> int:  # a step after the first, its caches holding m rows before it
+        def zeros(name):
+            return np.broadcast_to(0.0, (m, len(first.nodes[name].cols or [0])))
+
+        past = {n[:-5]: (zeros(n), zeros(n[:-5] + "V_all"), ["#"] * m) for n in cached}
+        g = decoder_graph(model, model.prompt[-1:], m, past)
+        for name in g.nodes:  # cross-attention K and V: computed at the first step, given at every later one
+            if name.endswith((".cross.K", ".cross.V")):
+                g.give(name, np.zeros(0))
+        return _numbers(g)
+
+    one = later(rows)
+    two = later(rows + 1) if steps > 2 else one
+    total = least + one * (steps - 1) + (two - one) * (steps - 1) * (steps - 2) // 2
+    return least + sampled, total + sampled * steps
+
+
+def refuse_huge_generation(model, settings) -> None:
+    """Before generating: a document of every step's tensors over HUGE numbers is refused now, not after the
+    run ("at least" when the first step's alone, which every run writes, are too many)."""
+    from attncalc.decoding import token_limit
+    from attncalc.render.output import HUGE, too_big
+
+    if settings.max_new_tokens > token_limit(model)[0]:
+        return  # more tokens than the context holds: generate refuses them before its first step
+    least, total = generation_numbers(model, settings)
+    if least > HUGE:
+        raise too_big(least, "logits,probs", estimated=True)
     if total > HUGE:
-        raise too_big(total, "logits,probs", estimated=True)
+        raise too_big(total, "logits,probs", steps=settings.max_new_tokens)
 
 
-def json_text(session, model, result, only: list[str] | None = None) -> str:
-    """One pipe document: the encoder's tensors, every step's under `step.{i}.`, `generated`, `steps`."""
+def json_text(session, model, result, only: list[str] | None = None, text_of=None, brief: bool = False) -> str:
+    """One pipe document: the encoder's tensors, every step's under `step.{i}.`, `generated`, `steps`. `brief`
+    (a real model without --full or --only): no tensors, each step's record with its most likely tokens;
+    `text_of(tokens)` adds the decoded text."""
     from attncalc.errors import InputError
     from attncalc.inputs.document import dumps, make_document
     from attncalc.render.output import HUGE, too_big
@@ -326,12 +367,12 @@ def json_text(session, model, result, only: list[str] | None = None) -> str:
         if rows or cols:
             labels[name] = {"rows": rows, "cols": cols}
 
-    if model.encoder is not None:
+    if model.encoder is not None and not brief:
         for name in model.encoder.shown():
             node = model.encoder.nodes[name]
             put(name, model.encoder.value(name), node.rows, node.cols)
     sample = result.settings.strategy == "sample"
-    for s in result.steps:
+    for s in result.steps if not brief else ():
         local = dict(s.tensors)
         if sample:
             local["p_sample"] = SimpleNamespace(value=s.choice.p_sample, rows=None, cols=model.vocab)
@@ -344,7 +385,7 @@ def json_text(session, model, result, only: list[str] | None = None) -> str:
                 raise InputError("--only", "tensors of generate (" + ", ".join(known) + ")", repr(name))
         tensors = {k: v for k, v in tensors.items() if (k.split(".", 2)[2] if k.startswith("step.") else k) in only}
     total = sum(v.size for v in tensors.values())
-    if total > HUGE:
+    if total > HUGE and not only:  # --only: what was asked for, as the stage commands write it
         raise too_big(total, "logits,probs")
     st = result.settings
     options = {"strategy": st.strategy, "max_new_tokens": st.max_new_tokens, "kv_cache": st.use_cache}
@@ -360,14 +401,23 @@ def json_text(session, model, result, only: list[str] | None = None) -> str:
         options,
     )
     doc["generated"] = list(result.generated)
-    doc["steps"] = [step_record(s, model.vocab) for s in result.steps]
+    doc["generated_ids"] = [s.choice.token for s in result.steps]
+    if text_of is not None:
+        doc["text"] = text_of(result.generated)
+    doc["steps"] = [step_record(s, model.vocab, brief) for s in result.steps]
     w, wo = totals(result)
     doc["macs"] = {"with_cache": w, "without_cache": wo, "saved": wo - w}
     return dumps(doc)
 
 
-def step_record(s, vocab) -> dict:
+def step_record(s, vocab, brief: bool = False) -> dict:
+    """A step's record: its input, cache, chosen token and the BRIEF_TOP most likely; when sampling, the draw
+    and the tokens top-k and top-p kept (`brief`: how many, for a real vocabulary of tens of thousands)."""
+    import numpy as np
+
     c = s.choice
+    sampled = c.u is not None
+    top = np.argsort(-s.logits, kind="stable")[:BRIEF_TOP]  # as the probability table ranks them
     rec = {
         "step": s.index,
         "input": list(s.inputs),
@@ -376,13 +426,24 @@ def step_record(s, vocab) -> dict:
         "token": s.token,
         "token_id": c.token,
         "probability": float(s.probs[c.token]),
+        "top": [
+            {
+                "token": vocab[i],
+                "token_id": int(i),
+                "probability": float(s.probs[i]),
+                **({"p_sample": float(c.p_sample[i])} if sampled else {}),
+            }
+            for i in top
+        ],
         "macs": {**s.macs, "saved": s.macs["without_cache"] - s.macs["with_cache"]},
     }
-    if c.u is not None:
-        rec.update(
-            u=c.u,
-            p_sample=float(c.p_sample[c.token]),
-            kept_top_k=[vocab[i] for i in range(len(vocab)) if c.kept_k[i]],
-            kept_top_p=[vocab[i] for i in range(len(vocab)) if c.kept_p[i]],
-        )
+    if sampled:
+        rec.update(u=c.u, p_sample=float(c.p_sample[c.token]))
+        if brief:
+            rec["kept"] = {"top_k": int(c.kept_k.sum()), "top_p": int(c.kept_p.sum())}
+        else:
+            rec.update(
+                kept_top_k=[vocab[i] for i in np.flatnonzero(c.kept_k)],
+                kept_top_p=[vocab[i] for i in np.flatnonzero(c.kept_p)],
+            )
     return rec

@@ -43,7 +43,16 @@ class Checkpoint:
         """The fixture of this model reading the token ids `ids` (weights unread until used). Every call
         shares the same `Lazy` weights (each read once per process) in a fresh tree of dicts and lists,
         so `--set` on one fixture never changes another. `where` names where the ids came from."""
-        labels = self.labels()
+        return self._fixture(ids, where, self.labels(), _copy_tree(self._weights))
+
+    def stand_in(self, ids: list[int], where: str = "--ids") -> dict:
+        """`fixture(ids)` with every weight a zero-stride stand-in of its shape and the tokens labelled #i:
+        nothing is read or dequantised and no label is built, so a document's size is known from the graph of
+        this fixture at once (the real graph reads every weight as it is built: 5 s for SmolLM2)."""
+        size = self.rows()
+        return self._fixture(ids, where, [f"#{i}" for i in range(size)], _copy_tree(self._weights, _stand_in))
+
+    def _fixture(self, ids: list[int], where: str, labels: list[str], tree: dict) -> dict:
         for k, i in enumerate(ids):
             if 0 <= i < len(labels) and i != self._pad:
                 continue
@@ -56,7 +65,6 @@ class Checkpoint:
             for role, i in (("bos", self.config.get("bos_token_id")), ("eos", self.config.get("eos_token_id")))
             if isinstance(i, int) and 0 <= i < len(labels)
         }
-        tree = _copy_tree(self._weights)
         return {**tree, "vocab": labels, "source": [labels[i] for i in ids], "target": [], "special": special}
 
     def _map_weights(self) -> dict:
@@ -84,16 +92,21 @@ class Checkpoint:
         """One label per row of the embedding: the ids the model can read. A declared vocab_size is checked
         against those rows before anything is built for it (a 305-byte config.json may claim 10^9)."""
         if self._labels is None:
-            if self._weights is None:
-                self._weights = self._map_weights()
-            rows = self._weights["embedding"].shape
-            size = rows[0] if len(rows) == 2 else 0
-            declared = self.fields.whole("vocab_size", default=size)
-            if declared != size or size == 0:
-                what = f"the embedding's rows ({size})" if size else "an embedding with at least one row"
-                raise InputError(self.fields.where("vocab_size"), what, f"{declared:,}")
+            size = self.rows()
             self._labels = self.tokenizer.labels(size) if self.tokenizer else [f"#{i}" for i in range(size)]
         return self._labels
+
+    def rows(self) -> int:
+        """The embedding's rows, checked against the declared vocab_size (no weight read)."""
+        if self._weights is None:
+            self._weights = self._map_weights()
+        rows = self._weights["embedding"].shape
+        size = rows[0] if len(rows) == 2 else 0
+        declared = self.fields.whole("vocab_size", default=size)
+        if declared != size or size == 0:
+            what = f"the embedding's rows ({size})" if size else "an embedding with at least one row"
+            raise InputError(self.fields.where("vocab_size"), what, f"{declared:,}")
+        return size
 
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
@@ -105,13 +118,22 @@ class Checkpoint:
         return self.tokenizer.encode(text)
 
 
-def _copy_tree(value):
-    """Dicts and lists copied, weights (and other leaves) shared."""
+def _copy_tree(value, leaf=lambda v: v):
+    """Dicts and lists copied, weights (and other leaves) shared, or `leaf(weight)`."""
     if isinstance(value, dict):
-        return {k: _copy_tree(v) for k, v in value.items()}
+        return {k: _copy_tree(v, leaf) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy_tree(v) for v in value]
-    return value
+        return [_copy_tree(v, leaf) for v in value]
+    return leaf(value)
+
+
+def _stand_in(value):
+    """A weight not yet read as zeros of its shape that take no memory (np.broadcast_to)."""
+    import numpy as np
+
+    from attncalc.inputs.checkpoints.tensors import Lazy
+
+    return np.broadcast_to(np.float32(0), value.shape) if isinstance(value, Lazy) else value
 
 
 def _require_extra():

@@ -47,8 +47,11 @@ def parse_ids(text: str) -> list[int]:
     return [int(p) for p in parts]
 
 
-def model_input(model: str | None, text: str | None, ids: str | None) -> tuple[dict, str, dict] | None:
-    """(fixture, source name, reference) for `--model` with `--text` or `--ids`; None without `--model`."""
+def model_input(
+    model: str | None, text: str | None, ids: str | None, stand_in: bool = False
+) -> tuple[dict, str, dict] | None:
+    """(fixture, source name, reference) for `--model` with `--text` or `--ids`; None without `--model`.
+    `stand_in`: the weights as stand-ins of their shapes, nothing read (`Checkpoint.stand_in`)."""
     if model is None:
         for option, value in (("--text", text), ("--ids", ids)):
             if value is not None:
@@ -61,7 +64,8 @@ def model_input(model: str | None, text: str | None, ids: str | None) -> tuple[d
     token_ids = ckpt.encode(text) if text is not None else parse_ids(ids)
     if not token_ids:
         raise InputError("--text", "text that makes at least one token", describe(text))
-    return ckpt.fixture(token_ids, "--text" if text is not None else "--ids"), ckpt.path, reference(ckpt, token_ids)
+    make = ckpt.stand_in if stand_in else ckpt.fixture
+    return make(token_ids, "--text" if text is not None else "--ids"), ckpt.path, reference(ckpt, token_ids)
 
 
 def reference(ckpt, token_ids: list[int]) -> dict:
