@@ -1,0 +1,155 @@
+"""One optimiser step, cell by cell: SGD and Adam as PyTorch defines them (torch.optim.SGD without momentum
+or weight decay; torch.optim.Adam with its defaults betas = (0.9, 0.999), eps = 1e-8, amsgrad off).
+
+Every rule is elementwise, so each is an Op (compute / explain / operands, as core/ops.py) whose written
+cell recomputes on a calculator from the numbers it shows:
+
+    SGD:   w′ = w − lr·g
+    Adam:  m = β1·m_prev + (1 − β1)·g          v = β2·v_prev + (1 − β2)·g²
+           m̂ = m / (1 − β1^t)                  v̂ = v / (1 − β2^t)
+           w′ = w − lr·m̂ / (√v̂ + ε)            (ε outside the root, as PyTorch and Kingma & Ba)
+
+PyTorch computes the last line as w − (lr / (1 − β1^t))·m / (√v / √(1 − β2^t) + ε): the same number up to
+float rounding (tests/test_optim.py compares at 1e-12). `sgd_step` and `adam_step` are the same rules on
+whole dicts of parameters, for steps after the first (`--steps N`) and for the tests.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attncalc.core.expansion import Call, Expansion, Given, Written, given
+from attncalc.core.ops import Op
+
+OPTIMIZERS = ("sgd", "adam")
+BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults
+EPS = 1e-8
+
+
+class _Elementwise(Op):
+    """Every input cell at the output's index (a scalar parameter too)."""
+
+    def operands(self, shapes, idx):
+        return [(k, tuple(idx)) for k in range(len(shapes))]
+
+
+def _f64(x) -> np.ndarray:
+    return np.asarray(x, dtype=float)  # float32 checkpoint weights: widened exactly
+
+
+class SGDStep(_Elementwise):
+    """w′ = w − lr·g."""
+
+    def __init__(self, lr: float):
+        self.lr = lr
+
+    def compute(self, w, grad):
+        return _f64(w) - self.lr * _f64(grad)
+
+    def explain(self, xs, idx, g):
+        w, grad = float(xs[0][idx]), float(xs[1][idx])
+        out = w - self.lr * grad
+        return Expansion([[given(w, g[0]), "−", Given(self.lr), "×", given(grad, g[1]), "=", out]], out)
+
+
+class Moment(_Elementwise):
+    """m = β·m_prev + (1 − β)·g (Adam's first moment), or with `square` v = β·v_prev + (1 − β)·g² (its second)."""
+
+    def __init__(self, beta: float, square: bool = False):
+        self.beta, self.square = beta, square
+
+    def compute(self, prev, grad):
+        grad = _f64(grad)
+        return self.beta * _f64(prev) + (1.0 - self.beta) * (grad * grad if self.square else grad)
+
+    def explain(self, xs, idx, g):
+        prev, grad = float(xs[0][idx]), float(xs[1][idx])
+        out = self.beta * prev + (1.0 - self.beta) * (grad * grad if self.square else grad)
+        rest = Written(f"(1 − {self.beta:g})", 1.0 - self.beta)
+        term = [given(grad, g[1]), "²"] if self.square else [given(grad, g[1])]
+        return Expansion([[Given(self.beta), "×", given(prev, g[0]), "+", rest, "×", *term, "=", out]], out)
+
+
+class BiasCorrection(_Elementwise):
+    """m̂ = m / (1 − β^t): m and v start at 0, so early averages lean towards 0; this undoes that."""
+
+    def __init__(self, beta: float, step: int):
+        self.beta, self.step = beta, step
+
+    @property
+    def factor(self) -> float:
+        return 1.0 - self.beta**self.step
+
+    def compute(self, moment):
+        return _f64(moment) / self.factor
+
+    def explain(self, xs, idx, g):
+        m = float(xs[0][idx])
+        out = m / self.factor
+        corr = Written(f"(1 − {self.beta:g}^{self.step})", self.factor)
+        return Expansion([[given(m, g[0]), "/", corr, "=", out]], out)
+
+
+class AdamStep(_Elementwise):
+    """w′ = w − lr·m̂ / (√v̂ + ε)."""
+
+    def __init__(self, lr: float, eps: float = EPS):
+        self.lr, self.eps = lr, eps
+
+    def compute(self, w, m_hat, v_hat):
+        return _f64(w) - self.lr * _f64(m_hat) / (np.sqrt(_f64(v_hat)) + self.eps)
+
+    def explain(self, xs, idx, g):
+        w, m_hat, v_hat = (float(x[idx]) for x in xs)
+        step = self.lr * m_hat / (math.sqrt(v_hat) + self.eps)
+        out = w - step
+        lr, eps = Given(self.lr), Given(self.eps)
+        first = [given(w, g[0]), "−", lr, "×", given(m_hat, g[1]), "/", "(", Call("sqrt", given(v_hat, g[2])), "+"]
+        return Expansion([first + [eps, ")"], ["=", given(w, g[0]), "−", step, "=", out]], out)
+
+
+# ---- the same rules on every parameter at once ----------------------------------------------------
+@dataclass
+class AdamState:
+    """What Adam carries from one step to the next: the step count t and each parameter's m and v."""
+
+    step: int = 0
+    m: dict[str, np.ndarray] = field(default_factory=dict)
+    v: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class AdamMoments:
+    """One step's moments of every parameter (what `--optimizer adam` shows)."""
+
+    m: dict[str, np.ndarray]
+    v: dict[str, np.ndarray]
+    m_hat: dict[str, np.ndarray]
+    v_hat: dict[str, np.ndarray]
+
+
+def sgd_step(weights: dict, grads: dict, lr: float) -> dict[str, np.ndarray]:
+    """w′ = w − lr·g for every parameter that has a gradient."""
+    op = SGDStep(lr)
+    return {k: op.compute(weights[k], grads[k]) for k in grads}
+
+
+def adam_step(
+    weights: dict, grads: dict, state: AdamState, lr: float, betas=BETAS, eps: float = EPS
+) -> tuple[dict[str, np.ndarray], AdamState, AdamMoments]:
+    """One Adam step for every parameter with a gradient: (new weights, the state after, the moments)."""
+    t = state.step + 1
+    first, second = Moment(betas[0]), Moment(betas[1], square=True)
+    hat1, hat2, update = BiasCorrection(betas[0], t), BiasCorrection(betas[1], t), AdamStep(lr, eps)
+    moments = AdamMoments({}, {}, {}, {})
+    new = {}
+    for k, grad in grads.items():
+        zero = np.zeros(np.shape(grad))
+        moments.m[k] = first.compute(state.m.get(k, zero), grad)
+        moments.v[k] = second.compute(state.v.get(k, zero), grad)
+        moments.m_hat[k], moments.v_hat[k] = hat1.compute(moments.m[k]), hat2.compute(moments.v[k])
+        new[k] = update.compute(weights[k], moments.m_hat[k], moments.v_hat[k])
+    return new, AdamState(t, dict(moments.m), dict(moments.v)), moments
