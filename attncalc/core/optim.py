@@ -36,6 +36,16 @@ class _Elementwise(Op):
         return [(k, tuple(idx)) for k in range(len(shapes))]
 
 
+class Kept(float):
+    """A computed number shown however small it is beside the others. render/text.py clears plain floats
+    below 1e-12 of a line's largest number as float noise; a gradient, its square and Adam's moments are
+    not noise (Adam divides one tiny number by another: the step is about lr however small g is)."""
+
+
+def _kept(x, is_given: bool):
+    return Given(float(x)) if is_given else Kept(float(x))
+
+
 def _f64(x) -> np.ndarray:
     return np.asarray(x, dtype=float)  # float32 checkpoint weights: widened exactly
 
@@ -52,25 +62,28 @@ class SGDStep(_Elementwise):
     def explain(self, xs, idx, g):
         w, grad = float(xs[0][idx]), float(xs[1][idx])
         out = w - self.lr * grad
-        return Expansion([[given(w, g[0]), "−", Given(self.lr), "×", given(grad, g[1]), "=", out]], out)
+        return Expansion([[given(w, g[0]), "−", Given(self.lr), "×", _kept(grad, g[1]), "=", out]], out)
 
 
 class Moment(_Elementwise):
-    """m = β·m_prev + (1 − β)·g (Adam's first moment), or with `square` v = β·v_prev + (1 − β)·g² (its second)."""
+    """m = β·m_prev + (1 − β)·g (Adam's first moment), or with `square` v = β·v_prev + (1 − β)·g² (its second).
+    Inputs (g, m_prev), or g alone at the first step, where m_prev = 0."""
 
     def __init__(self, beta: float, square: bool = False):
         self.beta, self.square = beta, square
 
-    def compute(self, prev, grad):
+    def compute(self, grad, prev=None):
         grad = _f64(grad)
-        return self.beta * _f64(prev) + (1.0 - self.beta) * (grad * grad if self.square else grad)
+        new = (1.0 - self.beta) * (grad * grad if self.square else grad)
+        return new if prev is None else self.beta * _f64(prev) + new
 
     def explain(self, xs, idx, g):
-        prev, grad = float(xs[0][idx]), float(xs[1][idx])
-        out = self.beta * prev + (1.0 - self.beta) * (grad * grad if self.square else grad)
+        grad = float(xs[0][idx])
+        prev = _kept(xs[1][idx], g[1]) if len(xs) > 1 else Given(0.0)
+        out = self.beta * float(prev) + (1.0 - self.beta) * (grad * grad if self.square else grad)
         rest = Written(f"(1 − {self.beta:g})", 1.0 - self.beta)
-        term = [given(grad, g[1]), "²"] if self.square else [given(grad, g[1])]
-        return Expansion([[Given(self.beta), "×", given(prev, g[0]), "+", rest, "×", *term, "=", out]], out)
+        term = [_kept(grad, g[0]), "²"] if self.square else [_kept(grad, g[0])]
+        return Expansion([[Given(self.beta), "×", prev, "+", rest, "×", *term, "=", Kept(out)]], out)
 
 
 class BiasCorrection(_Elementwise):
@@ -90,7 +103,7 @@ class BiasCorrection(_Elementwise):
         m = float(xs[0][idx])
         out = m / self.factor
         corr = Written(f"(1 − {self.beta:g}^{self.step})", self.factor)
-        return Expansion([[given(m, g[0]), "/", corr, "=", out]], out)
+        return Expansion([[_kept(m, g[0]), "/", corr, "=", Kept(out)]], out)
 
 
 class AdamStep(_Elementwise):
@@ -107,7 +120,7 @@ class AdamStep(_Elementwise):
         step = self.lr * m_hat / (math.sqrt(v_hat) + self.eps)
         out = w - step
         lr, eps = Given(self.lr), Given(self.eps)
-        first = [given(w, g[0]), "−", lr, "×", given(m_hat, g[1]), "/", "(", Call("sqrt", given(v_hat, g[2])), "+"]
+        first = [given(w, g[0]), "−", lr, "×", _kept(m_hat, g[1]), "/", "(", Call("sqrt", _kept(v_hat, g[2])), "+"]
         return Expansion([first + [eps, ")"], ["=", given(w, g[0]), "−", step, "=", out]], out)
 
 
@@ -147,9 +160,8 @@ def adam_step(
     moments = AdamMoments({}, {}, {}, {})
     new = {}
     for k, grad in grads.items():
-        zero = np.zeros(np.shape(grad))
-        moments.m[k] = first.compute(state.m.get(k, zero), grad)
-        moments.v[k] = second.compute(state.v.get(k, zero), grad)
+        moments.m[k] = first.compute(grad, state.m.get(k))
+        moments.v[k] = second.compute(grad, state.v.get(k))
         moments.m_hat[k], moments.v_hat[k] = hat1.compute(moments.m[k]), hat2.compute(moments.v[k])
         new[k] = update.compute(weights[k], moments.m_hat[k], moments.v_hat[k])
     return new, AdamState(t, dict(moments.m), dict(moments.v)), moments
