@@ -165,3 +165,51 @@ def adam_step(
         moments.m_hat[k], moments.v_hat[k] = hat1.compute(moments.m[k]), hat2.compute(moments.v[k])
         new[k] = update.compute(weights[k], moments.m_hat[k], moments.v_hat[k])
     return new, AdamState(t, dict(moments.m), dict(moments.v)), moments
+
+
+# ---- the step's tensors in the graph, so that every cell of step 1 explains itself -------------------
+@dataclass(frozen=True)
+class Optimizer:
+    """Which rule and its hyperparameters (the command's --optimizer, --lr)."""
+
+    kind: str = "sgd"
+    lr: float = 0.1
+    betas: tuple[float, float] = BETAS
+    eps: float = EPS
+
+
+def update_names(param: str, kind: str) -> dict[str, str]:
+    """The tensors one step makes for parameter `param` (its short name, `enc.0.Wq`): `enc.0.Wq.new`, and
+    with Adam first `enc.0.Wq.m`, `.v`, `.m_hat`, `.v_hat` (docs/tensors.md)."""
+    parts = ("m", "v", "m_hat", "v_hat", "new") if kind == "adam" else ("new",)
+    return {part: f"{param}.{part}" for part in parts}
+
+
+def _parts(leaf: str, grad: str, short: str, opt: Optimizer) -> list[tuple]:
+    """(part, op, inputs, formula) of one parameter's step, in the order they are computed."""
+    names = update_names(short, opt.kind)
+    w, dw = short.rpartition(".")[2], grad.rpartition(".")[2]  # formulas read as in a layer: Wq, dWq
+    if opt.kind == "sgd":
+        return [("new", SGDStep(opt.lr), (leaf, grad), f"{w}′ = {w} − lr·{dw}")]
+    b1, b2 = opt.betas
+    return [
+        ("m", Moment(b1), (grad,), f"m = β1·m + (1 − β1)·{dw}"),
+        ("v", Moment(b2, square=True), (grad,), f"v = β2·v + (1 − β2)·{dw}²"),
+        ("m_hat", BiasCorrection(b1, 1), (names["m"],), "m̂ = m / (1 − β1^t)"),
+        ("v_hat", BiasCorrection(b2, 1), (names["v"],), "v̂ = v / (1 − β2^t)"),
+        ("new", AdamStep(opt.lr, opt.eps), (leaf, names["m_hat"], names["v_hat"]), f"{w}′ = {w} − lr·m̂ / (√v̂ + ε)"),
+    ]
+
+
+def add_update(graph, params: dict[str, tuple[str, str]], opt: Optimizer, stage: str) -> list[str]:
+    """Nodes for the first step of `opt` on every parameter: `params` maps a weight's leaf name to (its
+    gradient's node, its short name). Returns the new nodes' names in order."""
+    from attncalc.core.graph import Node
+
+    made = []
+    for leaf, (grad, short) in params.items():
+        like, names = graph.nodes[grad], update_names(short, opt.kind)
+        for part, op, inputs, formula in _parts(leaf, grad, short, opt):
+            labels = dict(rows=like.rows, cols=like.cols, about=opt.kind)
+            made.append(graph.add(Node(names[part], op, inputs, stage=stage, formula=formula, **labels)))
+    return made

@@ -1,0 +1,64 @@
+"""Training by hand: after the backward pass, one optimiser step (or several) and the loss before and after.
+
+Step 1's update is tensors of the graph (`enc.0.Wq.new`, with Adam `enc.0.Wq.m`, `.v`, `.m_hat`, `.v_hat`:
+core/optim.py), so every cell of it explains itself and `check` grades it. Each later step runs the same
+rules (`sgd_step`, `adam_step`) on the weights the step before made, through the same graph: its
+forward and backward pass with those weights given in place of the fixture's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attncalc.core.graph import Graph
+from attncalc.core.optim import AdamMoments, AdamState, Optimizer, adam_step, add_update, sgd_step
+
+LOSS = "loss"
+
+
+@dataclass
+class Step:
+    """One optimiser step: t (from 1), the loss before and after it, the new weights (by leaf name) and, with
+    Adam, the moments it computed."""
+
+    t: int
+    loss_before: float
+    loss_after: float
+    weights: dict[str, np.ndarray]
+    moments: AdamMoments | None = None
+
+
+@dataclass
+class Training:
+    optimizer: Optimizer
+    params: dict[str, tuple[str, str]]  # leaf name → (gradient node, short name)
+    steps: list[Step] = field(default_factory=list)
+    tensors: list[str] = field(default_factory=list)  # step 1's update tensors in the graph
+
+
+def with_weights(graph: Graph, weights: dict) -> Graph:
+    """The graph's nodes with `weights` given in place of those leaves (and the graph's own givens kept)."""
+    return Graph(nodes=graph.nodes, given={**graph.given, **{k: np.asarray(v, float) for k, v in weights.items()}})
+
+
+def train(graph: Graph, params: dict[str, tuple[str, str]], opt: Optimizer, steps: int, stage: str) -> Training:
+    """`steps` steps of `opt` on every parameter of `params`, from the graph's own weights; step 1's update
+    is added to `graph` as tensors of `stage`."""
+    out = Training(opt, params, tensors=add_update(graph, params, opt, stage))
+    weights = {leaf: graph.value(leaf) for leaf in params}
+    state, at = AdamState(), graph
+    loss = float(graph.value(LOSS))
+    for t in range(1, steps + 1):
+        grads = {leaf: at.value(grad) for leaf, (grad, _) in params.items()}
+        moments = None
+        if opt.kind == "sgd":
+            weights = sgd_step(weights, grads, opt.lr)
+        else:
+            weights, state, moments = adam_step(weights, grads, state, opt.lr, opt.betas, opt.eps)
+        at = with_weights(graph, weights)
+        after = float(at.value(LOSS))
+        out.steps.append(Step(t, loss, after, weights, moments))
+        loss = after
+    return out
