@@ -390,7 +390,7 @@ class Calculation:
         if lang is not None and lang not in texts.LANGS:
             raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
         lo, hi = stage_range(start, end)
-        if self.stage != STAGES[-1]:  # a calculation up to a stage walks up to it
+        if self.stage not in STAGES[-2:]:  # a calculation up to a stage walks up to it (decoder, backward: all)
             hi = min(hi, STAGES.index(self.stage))
         name = self.request.example or self.session.source or "inline"
         walk = Walk(self.session, self.values(), [], lang or texts.current(), name, span=(lo, hi), precision=precision)

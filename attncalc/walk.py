@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from attncalc import texts
-from attncalc.core.graph import STAGES
+from attncalc.core.names import FORWARD_STAGES as STAGES  # the walk ends with the loss and generation
 from attncalc.core.layer_ops import Activation, RMSNorm, SwiGLU
 from attncalc.core.ops import Affine, Identity, Scores
 from attncalc.core.position_ops import MaskMatrix

@@ -34,6 +34,7 @@ STAGE_HELP = {
     "attend": "O = A·V per head, heads concatenated; Z = O·Wo + bo.",
     "encoder": "N encoder layers: self-attention, Add & Norm, feed-forward, Add & Norm.",
     "decoder": "N decoder layers: masked self-attention, cross-attention, FFN; logits, probabilities, loss.",
+    "backward": "Gradients from the loss back to every weight and input (dlogits … dWq, dE); a block alone from dZ = 1.",
 }
 
 

@@ -365,6 +365,10 @@ def default_kind(path: str, key_is_pad) -> str:
 
 def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
     """The graph of every tensor up to stage `upto` (one of graph.STAGES)."""
+    if upto == "backward":
+        from attncalc.core.build_backward import build_backward
+
+        return build_backward(fx, opts)
     b = Builder(fx, opts)
     last = STAGES.index(upto)
     decoder_only = fx.has("decoder") and not fx.has("encoder")

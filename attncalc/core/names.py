@@ -1,7 +1,8 @@
 """The words the model and the command line share, NumPy-free so that option checking and `--help`
 can use them without loading the math: the stages in order and the mask kinds."""
 
-STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder")
+STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder", "backward")
+FORWARD_STAGES = STAGES[:-1]  # up to the loss; backward: the gradients (core/backward.py)
 MASK_KINDS = ("none", "causal", "padding", "causal+padding")
 
 # The tensors that may hold −∞ (blocked scores, and scores given with blocked cells); a pipe document's

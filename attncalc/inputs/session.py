@@ -39,6 +39,7 @@ MAIN = {
     "attend": "Z",
     "encoder": "enc_out",
     "decoder": "probs",
+    "backward": "dlogits",
 }
 WEIGHT_OPTIONS = {"wq": "Wq", "wk": "Wk", "wv": "Wv", "wo": "Wo"}
 TENSOR_OPTIONS = {"x": "X", "q": "Q", "k": "K", "v": "V", "weights": "A"}

@@ -1,0 +1,122 @@
+"""Every gradient tensor of the backward stage equals PyTorch autograd in float64 (to 1e-12).
+
+tests/torch_graph.py runs the forward graph again in torch, each operation written from its math; its
+autograd gradient of every tensor must equal attncalc's gradient tensor of the same name (docs/tensors.md:
+`d` before the last component), and attncalc must have a gradient for every tensor torch gives one.
+"""
+
+import copy
+import random
+
+import numpy as np
+import pytest
+
+from attncalc.core.backward import grad_name
+from attncalc.inputs.examples import load_example
+from attncalc.inputs.session import Request, open_session
+
+torch = pytest.importorskip("torch")
+torch_graph = pytest.importorskip("torch_graph")
+
+TOL = 1e-12
+
+
+def graph_of(example=None, fixture=None, sets=(), **opts):
+    data = copy.deepcopy(fixture) if fixture is not None else None
+    return open_session(Request(stage="backward", example=example, data=data, sets=list(sets), **opts)).graph
+
+
+def seed_of(graph):
+    """The tensor the backward pass starts from (dloss, or a block's dZ = 1) and the block's input."""
+    first = next(n for n, v in graph.nodes.items() if v.stage == "backward")
+    seed = graph.nodes[first].inputs[0]
+    stop = {n[: -len("Z")] + "Q" for n in [seed] if n.endswith("Z")}
+    return seed, {graph.nodes[q].inputs[0] for q in stop}
+
+
+def assert_matches_torch(graph) -> int:
+    seed, stop = seed_of(graph)
+    ref = torch_graph.run(graph, seed, stop)
+    grads = [n for n, v in graph.nodes.items() if v.stage == "backward"]
+    values = graph.evaluate(grads)
+    compared = 0
+    for name, (value, grad) in ref.items():
+        node = graph.nodes[name]
+        if not node.is_leaf and name not in stop and graph.nodes[name].op.__class__.__name__ not in ("MaskMatrix",):
+            np.testing.assert_allclose(value, graph.value(name), rtol=TOL, atol=TOL, err_msg=f"forward {name}")
+        if grad is None:
+            assert grad_name(name) not in values, f"{grad_name(name)}: torch sends no gradient there"
+            continue
+        assert grad_name(name) in values, f"no {grad_name(name)} (torch has one)"
+        np.testing.assert_allclose(values[grad_name(name)], grad, rtol=TOL, atol=TOL, err_msg=grad_name(name))
+        compared += 1
+    assert compared == len(grads), "a gradient tensor torch does not have"
+    return compared
+
+
+@pytest.mark.parametrize("example", ["woaini", "wochiyu", "tinyllama", "multihead", "padding", "rope", "order"])
+def test_every_gradient_of_every_bundled_example_equals_autograd(example):
+    graph = graph_of(example=example)
+    assert assert_matches_torch(graph) >= 10
+
+
+def test_woaini_goes_back_from_the_loss_to_every_weight():
+    graph = graph_of(example="woaini")
+    for name in (
+        "dloss",
+        "dlogits",
+        "dec.0.cross.dA",
+        "dec.0.cross.dS",
+        "encoder.layers[0].self_attention.dWq",
+        "decoder.layers[0].ffn.db1",
+        "output.dW",
+        "dE",
+    ):
+        assert graph.nodes[name].stage == "backward"
+    dlogits = graph.value("dlogits")
+    np.testing.assert_allclose(dlogits.sum(axis=1), 0, atol=1e-15)  # probs − onehot sums to 0 in each row
+    assert dlogits.shape == (4, 8)
+
+
+def test_the_padded_examples_fully_blocked_row_has_zero_gradient():
+    graph = graph_of(example="padding")
+    a = graph.value("dec.0.self.A")
+    assert not a[0].any()  # the pad token sees only itself, which is blocked
+    assert not graph.value("dec.0.self.dS_masked")[0].any() and not graph.value("dec.0.self.dS")[0].any()
+
+
+def randomised(raw, rnd):
+    def walk(v, key=""):
+        if isinstance(v, list):
+            return [walk(x, key) for x in v]
+        if isinstance(v, dict):
+            return {k: (x if k in ("eps", "base", "theta", "heads", "kv_heads") else walk(x, k)) for k, x in v.items()}
+        if isinstance(v, float | int) and not isinstance(v, bool) and key not in ("d_model", "embed_scale"):
+            return rnd.uniform(-1.5, 1.5)
+        return v
+
+    return walk(raw)
+
+
+VARIANTS = [
+    ("woaini", []),
+    ("woaini", ["encoder.norm_first=true", "decoder.norm_first=true", "encoder.activation=gelu"]),
+    ("woaini", ["position.type=alibi", "decoder.activation=gelu_tanh"]),
+    ("woaini", ["position.type=rope", "encoder.norm=rmsnorm", "decoder.norm=rmsnorm", "output.tied=true"]),
+    ("woaini", ["position.type=learned", "position.table=" + str([[0.1 * (i + j) for j in range(4)] for i in range(6)])]),
+    ("tinyllama", ["position.layout=interleaved"]),
+    ("padding", ["decoder.norm_first=true", "decoder.activation=gelu"]),
+]
+
+
+@pytest.mark.parametrize("seed,example,sets", [(k, e, s) for k, (e, s) in enumerate(VARIANTS)])
+def test_every_gradient_of_random_fixtures_equals_autograd(seed, example, sets):
+    fixture = randomised(load_example(example), random.Random(seed))
+    assert assert_matches_torch(graph_of(fixture=fixture, sets=sets)) >= 10
+
+
+def test_the_block_alone_from_an_upstream_gradient_of_ones():
+    graph = graph_of(example="woaini", layer=0)  # encoder layer 0's attention block, dZ = 1
+    assert np.all(graph.value("enc.0.dZ") == 1)
+    assert "dE" not in graph.nodes and "enc.0.dH" not in graph.nodes and "dH" in graph.nodes
+    assert_matches_torch(graph)
