@@ -361,6 +361,16 @@ class Calculation:
         )
         return generate(self.decoder_model(), settings)
 
+    def backward(self, optimizer: str | None = None, *, lr: float | None = None, steps: int | None = None) -> Backward:
+        """The backward stage of this input: every gradient (`calc.backward()["dlogits"]`, `.explain`, `.check`
+        as for any calculation), and with `optimizer` ("sgd" or "adam"; `lr` or `steps` alone mean SGD)
+        `steps` optimiser steps at learning rate `lr` (default 0.1 for SGD, 0.01 for Adam): `.steps`, each
+        with the loss before and after, the new weights and Adam's moments; step 1's update is tensors of
+        the graph (`<weight>.new`, `.m`, `.v`, `.m_hat`, `.v_hat`)."""
+        for name, value in (("optimizer", optimizer), ("lr", lr), ("steps", steps)):
+            arguments.check(name, value)
+        return Backward(dataclasses.replace(self.request, stage="backward"), optimizer, lr, steps)
+
     def walk(self, lang: str | None = None, *, start: str | None = None, end: str | None = None) -> list:
         """The walk's screens as data (walk.Screen: title, formulas, why-texts, tensors, a worked cell)."""
         from attncalc import texts
@@ -396,6 +406,35 @@ class Calculation:
         walk = Walk(self.session, self.values(), [], lang or texts.current(), name, span=(lo, hi), precision=precision)
         tell(walk, walk.lang)
         return page_html(walk, quiz) if path is None else save_page(walk, os.fspath(path), quiz, "walk_page")
+
+
+class Backward(Calculation):
+    """A calculation at the backward stage, and the optimiser steps taken after it (`training`: None when no
+    optimiser was asked for)."""
+
+    def __init__(self, request: Request, optimizer=None, lr=None, steps=None, where: str = "optimizer"):
+        super().__init__(request)
+        self.training = None
+        if optimizer is None and lr is None and steps is None:
+            return
+        from attncalc.core.optim import DEFAULT_LR, Optimizer
+        from attncalc.train import LOSS, train
+
+        if LOSS not in self.graph.nodes:  # an attention block alone, or one layer of a real model
+            raise InputError(where, "an input with a loss to lower (a decoder with the tokens it predicts)", "no loss")
+        kind = optimizer or "sgd"
+        opt = Optimizer(kind, DEFAULT_LR[kind] if lr is None else float(lr))
+        self.training = train(self.graph, opt, 1 if steps is None else int(steps))
+
+    @property
+    def steps(self) -> list:
+        """Each optimiser step (`train.Step`): t, loss_before, loss_after, weights (by name), moments (Adam)."""
+        return self.training.steps if self.training else []
+
+    @property
+    def losses(self) -> list[float]:
+        """The loss before the first step and after each."""
+        return [self.steps[0].loss_before] + [s.loss_after for s in self.steps] if self.steps else []
 
 
 def _as_written(value) -> str:

@@ -14,7 +14,7 @@ import math
 import operator
 from dataclasses import dataclass
 
-from attncalc.core.names import MASK_KINDS
+from attncalc.core.names import MASK_KINDS, OPTIMIZERS
 from attncalc.errors import InputError
 from attncalc.render.formats import one_of
 
@@ -86,6 +86,10 @@ RULES = {
     "top_p": Rule(float, above=0, hi=1),
     "seed": Rule(int, lo=0),
     "kv_cache": Rule(bool),
+    # training (issue 25): the optimiser step after the backward pass
+    "optimizer": Rule(str, choices=OPTIMIZERS),
+    "lr": Rule(float, above=0, hi=100),
+    "steps": Rule(int, lo=1, hi=1000),  # each step is a forward and a backward pass
 }
 
 

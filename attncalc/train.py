@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attncalc.core.backward import STAGE, grad_name
 from attncalc.core.graph import Graph
 from attncalc.core.optim import AdamMoments, AdamState, Optimizer, adam_step, add_update, sgd_step
 
@@ -38,15 +39,27 @@ class Training:
     tensors: list[str] = field(default_factory=list)  # step 1's update tensors in the graph
 
 
+def parameters(graph: Graph) -> dict[str, tuple[str, str]]:
+    """Every weight the loss has a gradient for: leaf name → (its gradient, the name its update tensors
+    start with: the leaf's own, `encoder.layers[0].self_attention.Wq` → `….Wq.new`)."""
+    out = {}
+    for name, node in graph.nodes.items():
+        grad = grad_name(name)
+        if node.is_leaf and grad in graph.nodes and graph.nodes[grad].stage == STAGE:
+            out[name] = (grad, name)
+    return out
+
+
 def with_weights(graph: Graph, weights: dict) -> Graph:
     """The graph's nodes with `weights` given in place of those leaves (and the graph's own givens kept)."""
     return Graph(nodes=graph.nodes, given={**graph.given, **{k: np.asarray(v, float) for k, v in weights.items()}})
 
 
-def train(graph: Graph, params: dict[str, tuple[str, str]], opt: Optimizer, steps: int, stage: str) -> Training:
-    """`steps` steps of `opt` on every parameter of `params`, from the graph's own weights; step 1's update
-    is added to `graph` as tensors of `stage`."""
-    out = Training(opt, params, tensors=add_update(graph, params, opt, stage))
+def train(graph: Graph, opt: Optimizer, steps: int) -> Training:
+    """`steps` steps of `opt` on every weight the loss reaches, from the graph's own weights; step 1's
+    update is added to `graph` as tensors of the backward stage."""
+    params = parameters(graph)
+    out = Training(opt, params, tensors=add_update(graph, params, opt, STAGE))
     weights = {leaf: graph.value(leaf) for leaf in params}
     state, at = AdamState(), graph
     loss = float(graph.value(LOSS))

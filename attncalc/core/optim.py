@@ -24,7 +24,9 @@ import numpy as np
 from attncalc.core.expansion import Call, Expansion, Given, Written, given
 from attncalc.core.ops import Op
 
-OPTIMIZERS = ("sgd", "adam")
+# The rates at which one step lowers the loss of every bundled example (tests/test_train.py): Adam moves
+# every weight by about lr at its first step, whatever its gradient, so it needs a smaller one.
+DEFAULT_LR = {"sgd": 0.1, "adam": 0.01}
 BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults
 EPS = 1e-8
 
