@@ -75,3 +75,27 @@ def train(graph: Graph, opt: Optimizer, steps: int) -> Training:
         out.steps.append(Step(t, loss, after, weights, moments))
         loss = after
     return out
+
+
+def loss_pair(before: float, after: float, precision: int) -> tuple[str, str]:
+    """The two losses at the decimals that tell them apart (at least `precision`): 0.1513 → 0.1493."""
+    from attncalc.render.text import number_text
+
+    for d in range(precision, 13):
+        a, b = number_text(before, d), number_text(after, d)
+        if a != b:
+            break
+    return a, b
+
+
+def told(training: Training, precision: int, lang: str | None = None) -> list[str]:
+    """`sgd, learning rate 0.1`, then `step 1: loss 0.151 → 0.134` for each step."""
+    from attncalc import texts
+    from attncalc.render.text import as_written
+
+    opt = training.optimizer
+    out = [texts.ui("train_rate", lang, optimizer=opt.kind, lr=as_written(opt.lr))]
+    for s in training.steps:
+        before, after = loss_pair(s.loss_before, s.loss_after, precision)
+        out.append(texts.ui("train_step", lang, t=s.t, before=before, after=after))
+    return out

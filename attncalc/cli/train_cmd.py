@@ -32,30 +32,6 @@ def asked(training: dict) -> bool:
     return any(training.get(k) is not None for k in OPTIONS)
 
 
-def loss_pair(before: float, after: float, precision: int) -> tuple[str, str]:
-    """The two losses at the decimals that tell them apart (at least `precision`): 0.1513 → 0.1493."""
-    from attncalc.render.text import number_text
-
-    for d in range(precision, 13):
-        a, b = number_text(before, d), number_text(after, d)
-        if a != b:
-            break
-    return a, b
-
-
-def lines(training, precision: int) -> list[str]:
-    """`sgd, learning rate 0.1`, then `step 1: loss 0.151 → 0.134` for each step."""
-    from attncalc import texts
-    from attncalc.render.text import as_written
-
-    opt = training.optimizer
-    out = [texts.ui("train_rate", optimizer=opt.kind, lr=as_written(opt.lr))]
-    for s in training.steps:
-        before, after = loss_pair(s.loss_before, s.loss_after, precision)
-        out.append(texts.ui("train_step", t=s.t, before=before, after=after))
-    return out
-
-
 def document(training) -> dict:
     """The steps as the JSON document holds them: every step's losses, the weights after the last step and,
     with Adam, the moments it carries on (step 1's update is among the document's tensors)."""
@@ -78,6 +54,7 @@ def run(request, training: dict, *, fmt: str, precision: int, work, cell, only, 
     from attncalc.api import Backward
     from attncalc.render import latex
     from attncalc.render.output import emit, resolve_format
+    from attncalc.train import told
 
     given = {k: training.get(k) for k in OPTIONS}
     where = next(arguments.option(k) for k, v in given.items() if v is not None)  # the option that asked for steps
@@ -92,5 +69,5 @@ def run(request, training: dict, *, fmt: str, precision: int, work, cell, only, 
     with latex.standalone(standalone):
         emit(calc.session, values, fmt=fmt, precision=precision, work=bool(work), cell=cell, only=shown, extra=extra)
     if fmt != "json":
-        said = lines(calc.training, precision)
+        said = told(calc.training, precision)
         sys.stdout.write("".join(("% " if fmt == "latex" else "") + line + "\n" for line in said))

@@ -501,8 +501,9 @@ TEXTS = {
     "title.loss_after": "The loss after the step",
     "ui.train_step": "step {t}: loss {before} → {after}",
     "ui.train_rate": "{optimizer}, learning rate {lr}",
-    "caption.adam_m": "m, the running mean of the gradient",
-    "caption.adam_v": "v, the running mean of its square",
-    "caption.adam_m_hat": "m̂ = m / (1 − β1^t)",
-    "caption.adam_v_hat": "v̂ = v / (1 − β2^t)",
+    "why.grad_block": "There is no loss here (an attention block alone): the gradient starts from dZ = 1 in every cell, as if the loss were the sum of Z, and flows back to the block's weights and its input.",
+    "why.grad_rope": "RoPE backwards: a rotation is undone by its transpose, the rotation by the same angle the other way; so dQ is dQ_rope rotated back by each pair's angle (and dK from dK_rope the same way).",
+    "why.grad_enc_out": "enc_out fed the keys and values of the cross-attention in every decoder layer, so its gradient is the sum of what comes back along each of those arrows; from here the gradient enters the encoder, which is how the encoder learns what the decoder needs.",
+    "title.grad_enc_out": "Backward to the encoder's output",
+    "ui.train_every": "The other {n} weights with a gradient take the same step at once; attncalc backward --optimizer … shows all of them ({weight} is shown here).",
 }

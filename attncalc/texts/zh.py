@@ -501,8 +501,9 @@ TEXTS = {
     "title.loss_after": "更新之后的损失",
     "ui.train_step": "第 {t} 步：损失 {before} → {after}",
     "ui.train_rate": "{optimizer}，学习率 {lr}",
-    "caption.adam_m": "m，梯度的滑动平均",
-    "caption.adam_v": "v，梯度平方的滑动平均",
-    "caption.adam_m_hat": "m̂ = m / (1 − β1^t)",
-    "caption.adam_v_hat": "v̂ = v / (1 − β2^t)",
+    "why.grad_block": "这里没有损失（只有一个注意力块）：梯度从 dZ = 1 开始，每个格子都是 1，相当于把 Z 的所有元素之和当作损失，然后反向传到这个块的权重和它的输入。",
+    "why.grad_rope": "反向经过 RoPE：旋转的逆就是它的转置，也就是按同一个角度反方向旋转；所以 dQ 是把 dQ_rope 的每一对列按各自的角度转回去（dK 也由 dK_rope 这样得到）。",
+    "why.grad_enc_out": "enc_out 在每个解码器层的交叉注意力里都被用作键和值，所以它的梯度是沿这些箭头传回来的梯度之和；梯度从这里进入编码器，编码器正是这样学到解码器需要什么。",
+    "title.grad_enc_out": "反向传到编码器输出",
+    "ui.train_every": "其余 {n} 个有梯度的权重同时按同样的规则更新；attncalc backward --optimizer … 会把它们全部列出（这里展示的是 {weight}）。",
 }
