@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from attncalc import texts
-from attncalc.core.names import FORWARD_STAGES as STAGES  # the walk ends with the loss and generation
 from attncalc.core.layer_ops import Activation, RMSNorm, SwiGLU
+from attncalc.core.names import FORWARD_STAGES as STAGES  # the walk ends with the loss and generation
 from attncalc.core.ops import Affine, Identity, Scores
 from attncalc.core.position_ops import MaskMatrix
 from attncalc.errors import InputError

@@ -23,7 +23,7 @@ from attncalc.render.text import expansion_lines, line_text, matches, number_tex
 
 NUMBER = r"\d+(?:\.\d+)?(?:e−?\d+)?"
 TOKEN = re.compile(
-    rf"(?P<num>(?<![\w)\]])−?{NUMBER})|(?P<fn>−?(?:relu|gelu|silu|log|sin|cos)(?=\())|(?P<sym>[−+×/·()\[\];=²^√e∞])"
+    rf"(?P<num>(?<![\w)\]])−?{NUMBER})|(?P<fn>−?(?:relu|gelu|silu|log|sin|cos|tanh|Φ|φ)(?=\())|(?P<sym>[−+×/·()\[\];=²^√e∞])"
 )
 
 
@@ -91,10 +91,10 @@ def recomputes(before, result) -> bool:
     return all(matches(g, number_text(w.value, w.decimals), w.decimals) for g, w in zip(got, want))
 
 
-def check_graph(graph) -> tuple[int, list[str]]:
+def check_graph(graph, stage=None) -> tuple[int, list[str]]:
     checked, failed = 0, []
     for name, node in graph.nodes.items():
-        if node.is_leaf or name in graph.given:
+        if node.is_leaf or name in graph.given or stage and node.stage != stage:
             continue
         value = graph.value(name)
         for idx in np.ndindex(np.shape(value)):
@@ -113,8 +113,8 @@ def session_graph(fixture=None, example=None, sets=(), stage="decoder"):
     return open_session(Request(stage=stage, example=example, sets=list(sets))).graph
 
 
-def randomised(raw: dict, rnd: random.Random) -> dict:
-    """Every weight replaced by a random number with many digits (embeddings too)."""
+def randomised(raw: dict, rnd: random.Random, spread: float = 2.5) -> dict:
+    """Every weight replaced by a random number with many digits (embeddings too), in ±spread."""
 
     def walk(v, key=""):
         if isinstance(v, list):
@@ -122,7 +122,7 @@ def randomised(raw: dict, rnd: random.Random) -> dict:
         if isinstance(v, dict):
             return {k: (x if k in ("eps", "base", "theta", "heads", "kv_heads") else walk(x, k)) for k, x in v.items()}
         if isinstance(v, float | int) and not isinstance(v, bool) and key not in ("d_model", "embed_scale"):
-            return rnd.uniform(-2.5, 2.5)
+            return rnd.uniform(-spread, spread)
         return v
 
     return walk(raw)
@@ -198,3 +198,28 @@ def test_a_real_size_row_recomputes_without_deep_recursion():
     lines = expansion_lines(Expansion([sum_of_products(pairs, math.fsum(a * b for a, b in pairs))]), 3)
     found = steps_of(lines)
     assert len(found) == 1 and recomputes(*found[0])
+
+
+@pytest.mark.parametrize("example", ["woaini", "wochiyu", "tinyllama", "multihead", "padding", "rope"])
+def test_every_step_of_every_backward_cell_recomputes(example):
+    checked, failed = check_graph(session_graph(example=example, stage="backward"), stage="backward")
+    assert checked > 100
+    assert not failed, f"{len(failed)} of {checked} steps do not recompute:\n" + "\n".join(failed[:10])
+
+
+BACKWARD_VARIANTS = [
+    ("woaini", ["encoder.norm=rmsnorm", "encoder.activation=gelu", "decoder.norm_first=true"]),
+    ("woaini", ["position.type=alibi", "decoder.activation=gelu_tanh", "output.tied=true"]),
+    ("woaini", ["position.type=rope", "position.layout=interleaved", "encoder.activation=gelu"]),
+    ("tinyllama", []),
+]
+
+
+@pytest.mark.parametrize("seed,example,sets", [(k, e, s) for k, (e, s) in enumerate(BACKWARD_VARIANTS)])
+def test_every_backward_step_of_random_fixtures_recomputes(seed, example, sets):
+    # ±1: with ±2.5 a softmax saturates to weights of 1e−12 beside 1, whose gradient terms the renderer
+    # shows as 0 (below 1e−12 of the line's largest number it takes a number for float noise)
+    fixture = randomised(load_example(example), random.Random(100 + seed), spread=1.0)
+    checked, failed = check_graph(session_graph(fixture=fixture, sets=sets, stage="backward"), stage="backward")
+    assert checked > 100
+    assert not failed, f"{len(failed)} of {checked} steps do not recompute:\n" + "\n".join(failed[:10])

@@ -103,7 +103,10 @@ VARIANTS = [
     ("woaini", ["encoder.norm_first=true", "decoder.norm_first=true", "encoder.activation=gelu"]),
     ("woaini", ["position.type=alibi", "decoder.activation=gelu_tanh"]),
     ("woaini", ["position.type=rope", "encoder.norm=rmsnorm", "decoder.norm=rmsnorm", "output.tied=true"]),
-    ("woaini", ["position.type=learned", "position.table=" + str([[0.1 * (i + j) for j in range(4)] for i in range(6)])]),
+    (
+        "woaini",
+        ["position.type=learned", "position.table=" + str([[0.1 * (i + j) for j in range(4)] for i in range(6)])],
+    ),
     ("tinyllama", ["position.layout=interleaved"]),
     ("padding", ["decoder.norm_first=true", "decoder.activation=gelu"]),
 ]

@@ -41,7 +41,10 @@ def _rules(node: Node, dy: str) -> list[tuple[int, go.Term, tuple]]:
     if isinstance(op, ops.Add):
         return [(0, go.Pass(), (dy,)), (1, go.Pass(), (dy,))]
     if isinstance(op, ops.Affine):
-        out = [(0, go.MatmulInputGrad(op.transpose), (dy, ins[1])), (1, go.MatmulWeightGrad(op.transpose), (ins[0], dy))]
+        out = [
+            (0, go.MatmulInputGrad(op.transpose), (dy, ins[1])),
+            (1, go.MatmulWeightGrad(op.transpose), (ins[0], dy)),
+        ]
         return out + ([(2, go.ColumnSum(), (dy,))] if len(ins) > 2 else [])
     if isinstance(op, ops.Scores):
         return [(0, go.ScoresGradQ(op.h, op.g), (dy, ins[1])), (1, go.ScoresGradK(op.h, op.g), (dy, ins[0]))]
@@ -76,7 +79,9 @@ def _rules(node: Node, dy: str) -> list[tuple[int, go.Term, tuple]]:
     raise TypeError(f"no backward rule for {type(op).__name__}")  # a new op needs its rule here
 
 
-def _labels(graph: Graph, name: str, readers: list[tuple[str, int]], leaf_rows: dict) -> tuple[list | None, list | None]:
+def _labels(
+    graph: Graph, name: str, readers: list[tuple[str, int]], leaf_rows: dict
+) -> tuple[list | None, list | None]:
     """Row and column labels of a gradient: its tensor's, or for a weight those of what it connects."""
     node = graph.nodes[name]
     if not node.is_leaf:
@@ -114,7 +119,9 @@ def backward(graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict |
     def add(name, op, inputs, formula):
         rows, cols = _labels(graph, name, readers.get(name, []), leaf_rows)
         about = "grad_param" if graph.nodes[name].is_leaf else "grad"
-        graph.add(Node(grad_name(name), op=op, inputs=inputs, stage=STAGE, formula=formula, rows=rows, cols=cols, about=about))
+        graph.add(
+            Node(grad_name(name), op=op, inputs=inputs, stage=STAGE, formula=formula, rows=rows, cols=cols, about=about)
+        )
         added.append(grad_name(name))
 
     add(seed, go.Ones(seed_note), (seed,), f"{go.short(grad_name(seed))} = 1")  # then each tensor's terms

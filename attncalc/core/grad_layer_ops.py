@@ -1,10 +1,10 @@
 """The backward pass through a layer's other operations: activations, SwiGLU, LayerNorm, RMSNorm, RoPE.
 
-    u = f(x)                 dx = du·f′(x)    relu′ = [x > 0], gelu′ = Φ(x) + x·φ(x), silu′ = σ·(1 + x·(1 − σ))
-    u = silu(g)·up           dg = du·up·silu′(g)        dup = du·silu(g)
-    y = x̂·γ + β (LayerNorm)  dx = (dy·γ − mean(dy·γ) − x̂·mean(dy·γ·x̂)) / √(σ² + ε)    dγ = Σ_rows dy·x̂
-    y = x·γ / r (RMSNorm)    dx = (dy·γ − x·mean(dy·γ·x) / r²) / r,  r = √(mean(x²) + ε)   dγ = Σ_rows dy·x / r
-    Q_rope = R(a)·Q          dQ = R(a)ᵀ·dQ_rope = R(−a)·dQ_rope
+u = f(x)                 dx = du·f′(x)    relu′ = [x > 0], gelu′ = Φ(x) + x·φ(x), silu′ = σ·(1 + x·(1 − σ))
+u = silu(g)·up           dg = du·up·silu′(g)        dup = du·silu(g)
+y = x̂·γ + β (LayerNorm)  dx = (dy·γ − mean(dy·γ) − x̂·mean(dy·γ·x̂)) / √(σ² + ε)    dγ = Σ_rows dy·x̂
+y = x·γ / r (RMSNorm)    dx = (dy·γ − x·mean(dy·γ·x) / r²) / r,  r = √(mean(x²) + ε)   dγ = Σ_rows dy·x / r
+Q_rope = R(a)·Q          dQ = R(a)ᵀ·dQ_rope = R(−a)·dQ_rope
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from attncalc.core import positions
 from attncalc.core.expansion import Call, Expansion, Given, Note, given
-from attncalc.core.grad_ops import Term, short
+from attncalc.core.grad_ops import Term
 from attncalc.core.layer_ops import ACTIVATIONS, erfc
 
 _GELU_TANH = math.sqrt(2.0 / math.pi)
@@ -52,14 +52,56 @@ def derivative_lines(fn: str, x: float) -> tuple[list[list], float]:
         phi, dens = float(0.5 * erfc(np.array(-x / math.sqrt(2.0)))), math.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
         return [["Φ(x) + x·φ(x)", "=", Call("Φ", x), "+", x, "×", Call("φ", x), "=", phi, "+", x, "×", dens, "=", d]], d
     if fn == "gelu_tanh":
-        t = math.tanh(_GELU_TANH * (x + 0.044715 * x**3))
-        u = ["tanh(u)", "=", Call("tanh", _GELU_TANH, "×", "(", x, "+", Given(0.044715), "×", x, "^", Given(3), ")"), "=", t]
-        body = [Given(0.5), "×", "(", Given(1), "+", t, ")", "+", Given(0.5), "×", x, "×", "(", Given(1), "−", t, "²", ")"]
+        u = _GELU_TANH * x * (1.0 + 0.044715 * x * x)
+        t = math.tanh(u)
+        u_line = ["u", "=", _GELU_TANH, "×", x, "×", "(", Given(1), "+", Given(0.044715), "×", x, "²", ")", "=", u]
+        t_line = ["tanh(u)", "=", Call("tanh", u), "=", t]
+        body = [
+            Given(0.5),
+            "×",
+            "(",
+            Given(1),
+            "+",
+            t,
+            ")",
+            "+",
+            Given(0.5),
+            "×",
+            x,
+            "×",
+            "(",
+            Given(1),
+            "−",
+            t,
+            "²",
+            ")",
+        ]
         body += ["×", _GELU_TANH, "×", "(", Given(1), "+", Given(0.134145), "×", x, "²", ")", "=", d]
-        return [["gelu_tanh′(x)", "=", *body], u], d
+        return [["gelu_tanh′(x)", "=", *body], u_line, t_line], d
     s = float(sigmoid(np.array(x)))
     sig = ["σ(x)", "=", Given(1), "/", "(", Given(1), "+", Call("exp", -x), ")", "=", s]
-    return [["silu′(x) = σ·(1 + x·(1 − σ))", "=", s, "×", "(", Given(1), "+", x, "×", "(", Given(1), "−", s, ")", ")", "=", d], sig], d
+    return [
+        [
+            "silu′(x) = σ·(1 + x·(1 − σ))",
+            "=",
+            s,
+            "×",
+            "(",
+            Given(1),
+            "+",
+            x,
+            "×",
+            "(",
+            Given(1),
+            "−",
+            s,
+            ")",
+            ")",
+            "=",
+            d,
+        ],
+        sig,
+    ], d
 
 
 class ActivationGrad(Term):
@@ -272,7 +314,10 @@ class RMSNormGradGamma(Term):
         normed = x[:, j] / np.sqrt(ms + self.eps)
         v = float(dy[:, j] @ normed)
         lines = [_products([(float(dy[i, j]), float(normed[i])) for i in range(len(x))], v)]
-        lines += [[float(x[i, j]), "/", Call("sqrt", float(ms[i]), "+", Given(self.eps)), "=", float(normed[i])] for i in range(len(x))]
+        lines += [
+            [float(x[i, j]), "/", Call("sqrt", float(ms[i]), "+", Given(self.eps)), "=", float(normed[i])]
+            for i in range(len(x))
+        ]
         return Expansion(lines, v, Note("note.grad_gamma_rms"))
 
     def operands(self, shapes, idx):

@@ -310,7 +310,7 @@ class ScoresGradQ(Term):
         kcol = k[:, head // (self.h // self.g) * dk + c]
         v = float(ds[head, i] @ kcol)
         pairs = [(float(ds[head, i, j]), given(kcol[j], g[1])) for j in range(len(kcol))]
-        return Expansion([sum_of_products(pairs, v)], v, Note("note.attend_head", head=head, c=c) if self.h > 1 else "")
+        return Expansion([sum_of_products(pairs, v)], v, Note("note.grad_q_head", head=head, c=c) if self.h > 1 else "")
 
     def operands(self, shapes, idx):
         i, col = idx
@@ -338,9 +338,17 @@ class ScoresGradK(Term):
         dk = q.shape[1] // self.h
         kv, c = divmod(col, dk)
         per = self.h // self.g
-        pairs = [(float(ds[h, i, j]), given(q[i, h * dk + c], g[1])) for h in range(kv * per, (kv + 1) * per) for i in range(q.shape[0])]
+        pairs = [
+            (float(ds[h, i, j]), given(q[i, h * dk + c], g[1]))
+            for h in range(kv * per, (kv + 1) * per)
+            for i in range(q.shape[0])
+        ]
         v = float(sum(a * b for a, b in pairs))
-        note = Note("note.grad_kv_heads", kv=kv, heads=", ".join(map(str, range(kv * per, (kv + 1) * per)))) if per > 1 else ""
+        note = (
+            Note("note.grad_kv_heads", kv=kv, heads=", ".join(map(str, range(kv * per, (kv + 1) * per))))
+            if per > 1
+            else ""
+        )
         return Expansion([sum_of_products(pairs, v)], v, note)
 
     def operands(self, shapes, idx):
@@ -371,7 +379,9 @@ class ScaleGrad(Term):
     def explain(self, xs, idx, g):
         d = float(xs[0][idx])
         v = d * self.c
-        return Expansion([[d, "×", Written(self.text, self.c), "=", v]], v, Note("note.grad_alibi") if self.biased else "")
+        return Expansion(
+            [[d, "×", Written(self.text, self.c), "=", v]], v, Note("note.grad_alibi") if self.biased else ""
+        )
 
     def operands(self, shapes, idx):
         return [(0, tuple(idx))]

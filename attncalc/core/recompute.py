@@ -30,6 +30,9 @@ FUNCTIONS = {
     "sin": math.sin,
     "cos": math.cos,
     "−sin": lambda x: -math.sin(x),
+    "tanh": math.tanh,  # the backward pass's derivatives: gelu_tanh′, and gelu′ = Φ(x) + x·φ(x)
+    "Φ": lambda x: 0.5 * math.erfc(-x / math.sqrt(2.0)),
+    "φ": lambda x: math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi),
 }
 
 
