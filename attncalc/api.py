@@ -228,6 +228,8 @@ class CheckReport:
 class Calculation:
     """One input (example, fixture, document, inline matrices) as a graph of named tensors."""
 
+    training = None  # the optimiser steps after the backward pass (`backward(optimizer=…)`: train.Training)
+
     def __init__(self, request: Request):
         arguments.check_fields(request)  # load(scale=nan) → `scale: expected …`, as --scale nan is refused
         self.request = dataclasses.replace(request, sets=list(request.sets), inline=dict(request.inline))
@@ -374,12 +376,17 @@ class Calculation:
     def walk(self, lang: str | None = None, *, start: str | None = None, end: str | None = None) -> list:
         """The walk's screens as data (walk.Screen: title, formulas, why-texts, tensors, a worked cell)."""
         from attncalc import texts
-        from attncalc.walk import make_screens, stage_range
+        from attncalc.walk import WALK_STAGES, make_screens, stage_range
 
         if lang is not None and lang not in texts.LANGS:
             raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
         lo, hi = stage_range(start, end)
-        return make_screens(self.session, self.values(), lang or texts.current(), lo, hi)
+        screens = make_screens(self.session, self.values(), lang or texts.current(), lo, hi)
+        if self.training is not None and lo <= WALK_STAGES.index("backward") <= hi:
+            from attncalc.walk_backward import update_screens
+
+            screens += update_screens(self.session, self.training, lang or texts.current(), 3)
+        return screens
 
     def walk_page(
         self,
@@ -403,7 +410,9 @@ class Calculation:
         if self.stage not in STAGES[-2:]:  # a calculation up to a stage walks up to it (decoder, backward: all)
             hi = min(hi, STAGES.index(self.stage))
         name = self.request.example or self.session.source or "inline"
-        walk = Walk(self.session, self.values(), [], lang or texts.current(), name, span=(lo, hi), precision=precision)
+        told = lang or texts.current()
+        walk = Walk(self.session, self.values(), [], told, name, span=(lo, hi), precision=precision)
+        walk.training = self.training
         tell(walk, walk.lang)
         return page_html(walk, quiz) if path is None else save_page(walk, os.fspath(path), quiz, "walk_page")
 
@@ -414,17 +423,10 @@ class Backward(Calculation):
 
     def __init__(self, request: Request, optimizer=None, lr=None, steps=None, where: str = "optimizer"):
         super().__init__(request)
-        self.training = None
-        if optimizer is None and lr is None and steps is None:
-            return
-        from attncalc.core.optim import DEFAULT_LR, Optimizer
-        from attncalc.train import LOSS, train
+        if optimizer is not None or lr is not None or steps is not None:
+            from attncalc.train import take_steps
 
-        if LOSS not in self.graph.nodes:  # an attention block alone, or one layer of a real model
-            raise InputError(where, "an input with a loss to lower (a decoder with the tokens it predicts)", "no loss")
-        kind = optimizer or "sgd"
-        opt = Optimizer(kind, DEFAULT_LR[kind] if lr is None else float(lr))
-        self.training = train(self.graph, opt, 1 if steps is None else int(steps))
+            self.training = take_steps(self.graph, optimizer, lr, steps, where)
 
     @property
     def steps(self) -> list:

@@ -77,6 +77,18 @@ def train(graph: Graph, opt: Optimizer, steps: int) -> Training:
     return out
 
 
+def take_steps(graph: Graph, optimizer=None, lr=None, steps=None, where: str = "optimizer") -> Training:
+    """`train` with the defaults: SGD, its documented rate (core/optim.DEFAULT_LR), one step; an input with no
+    loss (an attention block alone, one layer of a real model) is refused, named by `where`."""
+    from attncalc.core.optim import DEFAULT_LR
+    from attncalc.errors import InputError
+
+    if LOSS not in graph.nodes:
+        raise InputError(where, "an input with a loss to lower (a decoder with the tokens it predicts)", "no loss")
+    kind = optimizer or "sgd"
+    return train(graph, Optimizer(kind, DEFAULT_LR[kind] if lr is None else float(lr)), 1 if steps is None else steps)
+
+
 def loss_pair(before: float, after: float, precision: int) -> tuple[str, str]:
     """The two losses at the decimals that tell them apart (at least `precision`): 0.1513 → 0.1493."""
     from attncalc.render.text import number_text
