@@ -25,6 +25,10 @@ EXAMPLES = {
     ],
     "encoder": ["attncalc encoder --example woaini", "attncalc encoder --example woaini --only enc_out -f json"],
     "decoder": ["attncalc decoder --example woaini", "attncalc decoder --example tinyllama --cell probs:0,0"],
+    "backward": [
+        "attncalc backward --example woaini --only dec.0.cross.dS --cell dec.0.cross.dS:1,2",
+        "attncalc backward --example wochiyu --cell dS:我,吃",
+    ],
     "examples": ["attncalc examples", "attncalc examples -f json"],
     "generate": [
         "attncalc generate --example woaini",
