@@ -143,3 +143,15 @@ def test_a_block_without_a_loss_has_nothing_to_lower(cli):
         attncalc.load("wochiyu").backward("sgd")
     with pytest.raises(attncalc.InputError, match="lr"):
         attncalc.load("woaini").backward(lr=-1.0)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_the_training_document_validates(cli, optimizer):
+    pytest.importorskip("jsonschema")
+    from test_schemas import errors
+
+    r = cli("backward", "--example", "tinyllama", "--optimizer", optimizer, "--steps", "2", "-f", "json")
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert errors("document", document) == [] and errors("worksheet", document) == []
+    assert errors("document", {**document, "training": {**document["training"], "optimizer": "rmsprop"}})

@@ -161,7 +161,7 @@ def stage_command(stage: str):
         o.guarded(run, debug)
 
     command.__doc__ = STAGE_HELP[stage]
-    return train_cmd.with_options(command) if stage == "backward" else command
+    return train_cmd.with_options(command, training=stage == "backward")
 
 
 for _stage in STAGE_HELP:

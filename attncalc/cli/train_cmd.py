@@ -15,14 +15,14 @@ from attncalc.cli import options as o
 OPTIONS = {"optimizer": o.Optimizer, "lr": o.LearningRate, "steps": o.Steps}
 
 
-def with_options(command):
-    """`command` (which takes them in **kwargs) with --optimizer, --lr and --steps in its signature."""
+def with_options(command, training: bool):
+    """`command`'s signature without its **kwargs (Typer would read them as an argument), and with
+    --optimizer, --lr and --steps (which it takes in those **kwargs) when `training`."""
     sig = inspect.signature(command)
     params = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     debug = next(k for k, p in enumerate(params) if p.name == "debug")  # the hidden one stays last
-    added = [
-        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=a) for n, a in OPTIONS.items()
-    ]
+    kind = inspect.Parameter.KEYWORD_ONLY
+    added = [inspect.Parameter(n, kind, default=None, annotation=a) for n, a in OPTIONS.items()] if training else []
     rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params[debug:]]
     command.__signature__ = sig.replace(parameters=params[:debug] + added + rest)
     return command
