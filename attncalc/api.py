@@ -421,12 +421,12 @@ class Backward(Calculation):
     """A calculation at the backward stage, and the optimiser steps taken after it (`training`: None when no
     optimiser was asked for)."""
 
-    def __init__(self, request: Request, optimizer=None, lr=None, steps=None, where: str = "optimizer"):
+    def __init__(self, request: Request, optimizer=None, lr=None, steps=None, where: str = "optimizer", on_step=None):
         super().__init__(request)
         if optimizer is not None or lr is not None or steps is not None:
             from attncalc.train import take_steps
 
-            self.training = take_steps(self.graph, optimizer, lr, steps, where)
+            self.training = take_steps(self.graph, optimizer, lr, steps, where, on_step)
 
     @property
     def steps(self) -> list:

@@ -55,9 +55,9 @@ def with_weights(graph: Graph, weights: dict) -> Graph:
     return Graph(nodes=graph.nodes, given={**graph.given, **{k: np.asarray(v, float) for k, v in weights.items()}})
 
 
-def train(graph: Graph, opt: Optimizer, steps: int) -> Training:
+def train(graph: Graph, opt: Optimizer, steps: int, on_step=None) -> Training:
     """`steps` steps of `opt` on every weight the loss reaches, from the graph's own weights; step 1's
-    update is added to `graph` as tensors of the backward stage."""
+    update is added to `graph` as tensors of the backward stage. `on_step(done)` after each (progress)."""
     params = parameters(graph)
     out = Training(opt, params, tensors=add_update(graph, params, opt, STAGE))
     weights = {leaf: graph.value(leaf) for leaf in params}
@@ -74,10 +74,12 @@ def train(graph: Graph, opt: Optimizer, steps: int) -> Training:
         after = float(at.value(LOSS))
         out.steps.append(Step(t, loss, after, weights, moments))
         loss = after
+        if on_step is not None:
+            on_step(t)
     return out
 
 
-def take_steps(graph: Graph, optimizer=None, lr=None, steps=None, where: str = "optimizer") -> Training:
+def take_steps(graph: Graph, optimizer=None, lr=None, steps=None, where: str = "optimizer", on_step=None) -> Training:
     """`train` with the defaults: SGD, its documented rate (core/optim.DEFAULT_LR), one step; an input with no
     loss (an attention block alone, one layer of a real model) is refused, named by `where`."""
     from attncalc.core.optim import DEFAULT_LR
@@ -86,7 +88,8 @@ def take_steps(graph: Graph, optimizer=None, lr=None, steps=None, where: str = "
     if LOSS not in graph.nodes:
         raise InputError(where, "an input with a loss to lower (a decoder with the tokens it predicts)", "no loss")
     kind = optimizer or "sgd"
-    return train(graph, Optimizer(kind, DEFAULT_LR[kind] if lr is None else float(lr)), 1 if steps is None else steps)
+    opt = Optimizer(kind, DEFAULT_LR[kind] if lr is None else float(lr))
+    return train(graph, opt, 1 if steps is None else steps, on_step)
 
 
 def loss_pair(before: float, after: float, precision: int) -> tuple[str, str]:

@@ -3,6 +3,9 @@ autograd gradients step after step, the loss lower after one step at the documen
 example with a loss, every written update cell recomputing, and the command's options and document."""
 
 import json
+import os
+import shlex
+import sys
 
 import numpy as np
 import pytest
@@ -155,3 +158,14 @@ def test_the_training_document_validates(cli, optimizer):
     document = json.loads(r.stdout)
     assert errors("document", document) == [] and errors("worksheet", document) == []
     assert errors("document", {**document, "training": {**document["training"], "optimizer": "rmsprop"}})
+
+
+def test_many_steps_show_progress_on_a_terminal():
+    pexpect = pytest.importorskip("pexpect")
+    command = f"{shlex.quote(sys.executable)} -m attncalc backward --example woaini --steps 5 -f json > /dev/null"
+    env = {**os.environ, "TERM": "xterm", "ATTNCALC_PROGRESS_AFTER": "0"}  # at 0 s whatever the machine's speed
+    child = pexpect.spawn("/bin/sh", ["-c", command], env=env, encoding="utf-8", timeout=600)  # a hang guard
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert "taking optimiser steps" in child.before

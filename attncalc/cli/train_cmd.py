@@ -58,7 +58,10 @@ def run(request, training: dict, *, fmt: str, precision: int, work, cell, only, 
 
     given = {k: training.get(k) for k in OPTIONS}
     where = next(arguments.option(k) for k, v in given.items() if v is not None)  # the option that asked for steps
-    calc = Backward(request, where=where, **given)
+    from attncalc.cli.generate_cmd import Progress
+
+    with Progress(given["steps"] or 1, label="ui.train_progress") as bar:  # on a terminal, after 2 s
+        calc = Backward(request, where=where, on_step=bar.update, **given)
     names = arguments.names(only)
     shown = names or calc.training.tensors
     values = calc.values(None if cell else shown)

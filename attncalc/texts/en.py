@@ -506,6 +506,7 @@ TEXTS = {
     "why.grad_rope": "RoPE backwards: a rotation is undone by its transpose, the rotation by the same angle the other way; so dQ is dQ_rope rotated back by each pair's angle (and dK from dK_rope the same way).",
     "why.grad_enc_out": "enc_out fed the keys and values of the cross-attention in every decoder layer, so its gradient is the sum of what comes back along each of those arrows; from here the gradient enters the encoder, which is how the encoder learns what the decoder needs.",
     "title.grad_enc_out": "Backward to the encoder's output",
+    "ui.train_progress": "taking optimiser steps",
     "ui.train_every": "The other {n} weights with a gradient take the same step at once; attncalc backward --optimizer … shows all of them ({weight} is shown here).",
     # ---- backward area (issue 25): the gradients' notes (core/grad_ops.py, core/grad_layer_ops.py) ----
     "why.grad": "The backward pass: how much the loss changes when this tensor's cell changes. Gradients flow back along the same arrows as the forward pass, each step multiplying by its own local derivative (the chain rule); a tensor read by several steps adds up what each sends back.",

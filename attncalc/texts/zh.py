@@ -506,6 +506,7 @@ TEXTS = {
     "why.grad_rope": "反向经过 RoPE：旋转的逆就是它的转置，也就是按同一个角度反方向旋转；所以 dQ 是把 dQ_rope 的每一对列按各自的角度转回去（dK 也由 dK_rope 这样得到）。",
     "why.grad_enc_out": "enc_out 在每个解码器层的交叉注意力里都被用作键和值，所以它的梯度是沿这些箭头传回来的梯度之和；梯度从这里进入编码器，编码器正是这样学到解码器需要什么。",
     "title.grad_enc_out": "反向传到编码器输出",
+    "ui.train_progress": "正在进行优化器更新",
     "ui.train_every": "其余 {n} 个有梯度的权重同时按同样的规则更新；attncalc backward --optimizer … 会把它们全部列出（这里展示的是 {weight}）。",
     # ---- backward area (issue 25): the gradients' notes (core/grad_ops.py, core/grad_layer_ops.py) ----
     "why.grad": "反向传播：这个张量的某一格变化时，损失会变化多少。梯度沿着前向计算的同一批箭头往回流，每一步都乘上自己的局部导数（链式法则）；一个张量若被好几步读取，就把各步传回来的梯度加起来。",
