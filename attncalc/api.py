@@ -422,10 +422,13 @@ class Backward(Calculation):
     optimiser was asked for)."""
 
     def __init__(self, request: Request, optimizer=None, lr=None, steps=None, where: str = "optimizer", on_step=None):
-        super().__init__(request)
-        if optimizer is not None or lr is not None or steps is not None:
-            from attncalc.train import take_steps
+        from attncalc.train import refuse_checkpoint, take_steps
 
+        asked = optimizer is not None or lr is not None or steps is not None
+        if asked:
+            refuse_checkpoint(request.model, where)
+        super().__init__(request)
+        if asked:
             self.training = take_steps(self.graph, optimizer, lr, steps, where, on_step)
 
     @property

@@ -17,6 +17,9 @@ from attncalc.core.graph import Graph
 from attncalc.core.optim import AdamMoments, AdamState, Optimizer, adam_step, add_update, sgd_step
 
 LOSS = "loss"
+# Weights one run may step: Adam holds five tensors of each (m, v, m̂, v̂, the new weight) beside the
+# gradients, in float64 — 5,000,000 weights are ~250 MB; a real checkpoint's 135 million would be ~7 GB.
+MAX_WEIGHTS = 5_000_000
 
 
 @dataclass
@@ -79,6 +82,15 @@ def train(graph: Graph, opt: Optimizer, steps: int, on_step=None) -> Training:
     return out
 
 
+def refuse_checkpoint(model, where: str) -> None:
+    """Optimiser steps are for fixtures and the bundled examples: a real checkpoint's millions of weights
+    (SmolLM2: 134,515,008) are refused before anything is read, not after half a minute of loading."""
+    from attncalc.errors import InputError
+
+    if model is not None:  # --model: a checkpoint's path
+        raise InputError(where, f"a fixture or a bundled example (at most {MAX_WEIGHTS:,} weights to step)", "--model")
+
+
 def take_steps(graph: Graph, optimizer=None, lr=None, steps=None, where: str = "optimizer", on_step=None) -> Training:
     """`train` with the defaults: SGD, its documented rate (core/optim.DEFAULT_LR), one step; an input with no
     loss (an attention block alone, one layer of a real model) is refused, named by `where`."""
@@ -87,6 +99,9 @@ def take_steps(graph: Graph, optimizer=None, lr=None, steps=None, where: str = "
 
     if LOSS not in graph.nodes:
         raise InputError(where, "an input with a loss to lower (a decoder with the tokens it predicts)", "no loss")
+    total = sum(int(np.size(graph.nodes[leaf].value)) for leaf in parameters(graph))
+    if total > MAX_WEIGHTS:
+        raise InputError(where, f"a model of at most {MAX_WEIGHTS:,} weights to step", f"{total:,} weights")
     kind = optimizer or "sgd"
     opt = Optimizer(kind, DEFAULT_LR[kind] if lr is None else float(lr))
     return train(graph, opt, 1 if steps is None else steps, on_step)

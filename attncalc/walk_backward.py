@@ -176,14 +176,15 @@ def open_training(example, fixture, sets, lang: str, span: tuple, precision: int
     """The walk of the backward stage: the forward pass, every gradient and (with a loss) one step of the
     optimiser `train` asks for ({"optimizer": "sgd"|"adam"|None, "lr": float|None})."""
     from attncalc.inputs.session import Request, evaluate, open_session
-    from attncalc.train import LOSS, take_steps
+    from attncalc.train import LOSS, refuse_checkpoint, take_steps
     from attncalc.walk import Walk
 
+    refuse_checkpoint(model.get("model"), "--train")
     session = open_session(Request(stage=STAGE, example=example, fixture=fixture, sets=list(sets), **model))
     asked = train.get("optimizer") is not None or train.get("lr") is not None
     training = None  # a block alone has gradients from dZ = 1 and nothing to lower: no step, unless one was asked
     if asked or LOSS in session.graph.nodes:
-        where = "--optimizer" if train.get("optimizer") is not None else "--lr"
+        where = next((f"--{k}" for k in ("optimizer", "lr") if train.get(k) is not None), "--train")
         training = take_steps(session.graph, train.get("optimizer"), train.get("lr"), 1, where)
     values = evaluate(session)  # the update tensors are drawn from the graph (update_screens)
     name = example or fixture or session.source

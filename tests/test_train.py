@@ -169,3 +169,13 @@ def test_many_steps_show_progress_on_a_terminal():
     child.close()
     assert child.exitstatus == 0, child.before
     assert "taking optimiser steps" in child.before
+
+
+def test_more_weights_than_a_run_may_step_are_refused(cli, monkeypatch):
+    import attncalc.train as training
+
+    monkeypatch.setattr(training, "MAX_WEIGHTS", 100)
+    with pytest.raises(attncalc.InputError, match="at most 100 weights to step, found 348 weights"):
+        attncalc.load("woaini").backward("adam")
+    r = cli("backward", "--model", "/nonexistent/model", "--lr", "0.1")  # refused before the path is read
+    assert r.exit_code == 2 and "--lr: expected a fixture or a bundled example" in r.stderr
