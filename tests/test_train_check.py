@@ -99,3 +99,16 @@ def test_check_grades_a_hand_worked_update_step():
     mine[0][3] = f"{new[0, 3] + 0.01:.4f}"
     report = b.check({name: mine})
     assert report.summary["slip"] == 1 and report.verdicts(name)[0, 3] == "slip"
+
+
+def test_a_slip_in_dQ_carries_into_the_column_of_dWq_it_feeds():
+    dq, dwq = "dec.0.self.dQ", "decoder.layers[0].self_attention.dWq"
+    graph = attncalc.load("woaini", stage="backward").graph
+    mine = np.round(graph.value(dq), 6)
+    mine[1, 0] += 0.002
+    worked = with_weights(graph, {dq: mine}).value(dwq)  # dWq = Dᵀ·dQ from the learner's own dQ
+    report = attncalc.load("woaini").check({dq: _written(mine, 6), dwq: _written(worked, 6)})
+    assert report.verdicts(dq)[1, 0] == "slip" and report.summary["slip"] == 1
+    expected = np.full(worked.shape, "correct", dtype=object)
+    expected[:, 0] = "carried"  # D's row 1 (I at position 1) has no zero: every cell of column 0 reads dQ[1, 0]
+    np.testing.assert_array_equal(report.verdicts(dwq), expected)
