@@ -10,6 +10,7 @@ import random
 
 import numpy as np
 import pytest
+from test_arithmetic import randomised
 
 from attncalc.core.backward import grad_name
 from attncalc.inputs.examples import load_example
@@ -34,8 +35,11 @@ def seed_of(graph):
     return seed, {graph.nodes[q].inputs[0] for q in stop}
 
 
-def assert_matches_torch(graph) -> int:
-    seed, stop = seed_of(graph)
+def assert_matches_torch(graph, weights_under: str = "", stop=None) -> int:
+    """`weights_under`, `stop`: only the weights under this path have gradients, and none flows past the
+    tensors `stop` (`--layer N` of a decoder)."""
+    seed, block_in = seed_of(graph)
+    stop = block_in if stop is None else stop
     ref = torch_graph.run(graph, seed, stop)
     grads = [n for n, v in graph.nodes.items() if v.stage == "backward"]
     values = graph.evaluate(grads)
@@ -44,6 +48,9 @@ def assert_matches_torch(graph) -> int:
         node = graph.nodes[name]
         if not node.is_leaf and name not in stop and graph.nodes[name].op.__class__.__name__ not in ("MaskMatrix",):
             np.testing.assert_allclose(value, graph.value(name), rtol=TOL, atol=TOL, err_msg=f"forward {name}")
+        if node.is_leaf and not name.startswith(weights_under):
+            assert grad_name(name) not in values, f"{grad_name(name)}: a weight of another layer"
+            continue
         if grad is None:
             assert grad_name(name) not in values, f"{grad_name(name)}: torch sends no gradient there"
             continue
@@ -85,19 +92,6 @@ def test_the_padded_examples_fully_blocked_row_has_zero_gradient():
     assert not graph.value("dec.0.self.dS_masked")[0].any() and not graph.value("dec.0.self.dS")[0].any()
 
 
-def randomised(raw, rnd):
-    def walk(v, key=""):
-        if isinstance(v, list):
-            return [walk(x, key) for x in v]
-        if isinstance(v, dict):
-            return {k: (x if k in ("eps", "base", "theta", "heads", "kv_heads") else walk(x, k)) for k, x in v.items()}
-        if isinstance(v, float | int) and not isinstance(v, bool) and key not in ("d_model", "embed_scale"):
-            return rnd.uniform(-1.5, 1.5)
-        return v
-
-    return walk(raw)
-
-
 VARIANTS = [
     ("woaini", []),
     ("woaini", ["encoder.norm_first=true", "decoder.norm_first=true", "encoder.activation=gelu"]),
@@ -114,7 +108,7 @@ VARIANTS = [
 
 @pytest.mark.parametrize("seed,example,sets", [(k, e, s) for k, (e, s) in enumerate(VARIANTS)])
 def test_every_gradient_of_random_fixtures_equals_autograd(seed, example, sets):
-    fixture = randomised(load_example(example), random.Random(seed))
+    fixture = randomised(load_example(example), random.Random(seed), spread=1.5)
     assert assert_matches_torch(graph_of(fixture=fixture, sets=sets)) >= 10
 
 
@@ -123,3 +117,14 @@ def test_the_block_alone_from_an_upstream_gradient_of_ones():
     assert np.all(graph.value("enc.0.dZ") == 1)
     assert "dE" not in graph.nodes and "enc.0.dH" not in graph.nodes and "dH" in graph.nodes
     assert_matches_torch(graph)
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_a_decoder_layer_from_the_models_own_loss(layer):
+    graph = graph_of(example="tinyllama", layer=layer)  # RoPE, GQA, RMSNorm, pre-norm: the norm and the
+    assert f"dec.{layer}.dN1" in graph.nodes and f"dec.{layer}.self.dK_rope" in graph.nodes  # residual both
+    layer_in = "D" if layer == 0 else f"dec.{layer - 1}.D2"  # start from the layer's input
+    assert_matches_torch(graph, f"decoder.layers[{layer}].self_attention.", {layer_in})
+    shown = {n for n, v in graph.nodes.items() if v.stage == "backward" and v.shown}
+    assert f"decoder.layers[{layer}].self_attention.dWq" in shown and "dlogits" in shown
+    assert ("dec.1.dD2" in shown) == (layer == 1) and not any(n.startswith("decoder.layers[0].ffn") for n in shown)

@@ -47,7 +47,7 @@ def _rules(node: Node, dy: str) -> list[tuple[int, go.Term, tuple]]:
         ]
         return out + ([(2, go.ColumnSum(), (dy,))] if len(ins) > 2 else [])
     if isinstance(op, ops.Scores):
-        return [(0, go.ScoresGradQ(op.h, op.g), (dy, ins[1])), (1, go.ScoresGradK(op.h, op.g), (dy, ins[0]))]
+        return [(0, go.ScoresGradQ(op.h, op.g), (dy, ins[1])), (1, go.KVGrad(op.h, op.g), (dy, ins[0]))]
     if isinstance(op, ops.Scale):
         return [(0, go.ScaleGrad(op.c, op.text, len(ins) > 1), (dy,))]
     if isinstance(op, ops.Mask):
@@ -55,7 +55,7 @@ def _rules(node: Node, dy: str) -> list[tuple[int, go.Term, tuple]]:
     if isinstance(op, ops.Softmax):
         return [(0, go.SoftmaxGrad(), (dy, y))]
     if isinstance(op, ops.Attend):
-        return [(0, go.AttendGradA(op.h, op.g), (dy, ins[1])), (1, go.AttendGradV(op.h, op.g), (ins[0], dy))]
+        return [(0, go.AttendGradA(op.h, op.g), (dy, ins[1])), (1, go.KVGrad(op.h, op.g), (ins[0], dy))]
     if isinstance(op, po.Rope):
         return [(0, gl.RopeGrad(op.h, op.layout, op.factor), (dy, ins[1]))]
     if isinstance(op, lo.Activation):
@@ -96,11 +96,16 @@ def _labels(
     return None, rnode.cols  # a bias, γ or β: one number per column of what reads it (a vector, as nll)
 
 
-def backward(graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict | None = None) -> list[str]:
+def backward(
+    graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict | None = None, weights=None, shown=None
+) -> list[str]:
     """Add the gradient of every tensor `seed` is computed from, starting with d`seed` = 1 in every cell
-    (`seed_note` says why), and stopping at the tensors `stop` (a block's input). Returns their names."""
+    (`seed_note` says why), and stopping at the tensors `stop` (a block's input). `weights(name)`, when
+    given, says which weights get a gradient (one layer's); `shown(name)` which gradients a document and
+    a table show (the others are steps on the way). Returns their names."""
     leaf_rows = leaf_rows or {}
-    order = [n for n in graph.nodes if n in graph.upstream([seed])]
+    needed = graph.upstream([seed])
+    order = [n for n in graph.nodes if n in needed]
     terms: dict[str, list] = {}  # tensor → [(term, input names, reader)]
     readers: dict[str, list] = {}
     for name in reversed(order):
@@ -109,7 +114,12 @@ def backward(graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict |
             continue
         for k, term, names in _rules(node, grad_name(name)):
             target = node.inputs[k]
-            if isinstance(graph.nodes[target].op, CONSTANT):
+            if (
+                isinstance(graph.nodes[target].op, CONSTANT)
+                or weights
+                and graph.nodes[target].is_leaf
+                and not weights(target)
+            ):
                 continue
             terms.setdefault(target, []).append((term, names))
             readers.setdefault(target, []).append((name, k))
@@ -120,7 +130,18 @@ def backward(graph: Graph, seed: str, seed_note: str, stop=(), leaf_rows: dict |
         rows, cols = _labels(graph, name, readers.get(name, []), leaf_rows)
         about = "grad_param" if graph.nodes[name].is_leaf else "grad"
         graph.add(
-            Node(grad_name(name), op=op, inputs=inputs, stage=STAGE, formula=formula, rows=rows, cols=cols, about=about)
+            Node(
+                grad_name(name),
+                op=op,
+                inputs=inputs,
+                stage=STAGE,
+                formula=formula,
+                rows=rows,
+                cols=cols,
+                about=about,
+                grad_of=name,
+                shown=shown is None or shown(name),
+            )
         )
         added.append(grad_name(name))
 

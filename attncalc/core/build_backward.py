@@ -1,12 +1,16 @@
 """The backward stage's graph: the forward graph, then its gradients (core/backward.py).
 
 A model with a loss (a decoder, with the tokens it predicts) goes back from the mean cross-entropy to
-every weight and to the embedding table. Without one (an attention block alone, a BERT-like encoder)
-or with `--layer N`, the stage's attention block goes back from its output Z, given an upstream
-gradient of ones (as if the loss were the sum of Z), to its weights and its input.
+every weight and to the embedding table; with `--layer N` (decoder-only) to layer N's attention weights
+and the layer's input only, the later layers' gradients computed on the way but not shown. Without a
+loss (an attention block alone, a BERT-like encoder), or `--layer N` of an encoder, the stage's
+attention block goes back from its output Z, given an upstream gradient of ones (as if the loss were
+the sum of Z), to its weights and its input.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from attncalc.core.backward import backward
 from attncalc.core.fixture import Fixture
@@ -16,15 +20,38 @@ from attncalc.errors import InputError
 def build_backward(fx: Fixture, opts):
     from attncalc.core.build_layers import build  # the forward builder (which hands the backward stage here)
 
-    if (opts is None or opts.layer is None) and fx.has("decoder"):
-        graph = build(fx, "decoder", opts)
+    layer = opts.layer if opts else None
+    if fx.has("decoder") and (layer is None or not fx.has("encoder")):
+        graph = build(fx, "decoder", dataclasses.replace(opts, layer=None) if opts else None)
         if "loss" not in graph.nodes:
             raise InputError(fx.where("target"), "tokens to predict (the loss the gradients start from)", "none")
-        vocab = fx.vocab()
-        backward(graph, "loss", "note.grad_seed_loss", leaf_rows={"E": vocab})
-        return graph
+        if layer is None:
+            backward(graph, "loss", "note.grad_seed_loss", leaf_rows={"E": fx.vocab()})
+            return graph
+        return _layer_from_loss(graph, layer)
     graph = build(fx, "attend", opts)
     z = next(n for n in reversed(graph.nodes) if n.endswith("Z") and graph.nodes[n].stage != "backward")
     block_in = graph.nodes[z.removesuffix("Z") + "Q"].inputs[0]
     backward(graph, z, "note.grad_seed_ones", stop={block_in})
+    return graph
+
+
+def _layer_from_loss(graph, layer: int):
+    """Decoder-only `--layer N`: from the model's own loss back to layer N's attention weights and the
+    layer's input (where its residual and, pre-norm, its norm both start)."""
+    prefix = f"dec.{layer}."
+    if prefix + "self.Q" not in graph.nodes:
+        last = max(int(n.split(".")[1]) for n in graph.nodes if n.startswith("dec.") and n.endswith(".self.Q"))
+        raise InputError("--layer", f"a layer from 0 to {last}", str(layer))
+    block_in = graph.nodes[prefix + "self.Q"].inputs[0]
+    layer_in = graph.nodes[block_in].inputs[0] if block_in == prefix + "N1" else block_in
+    weights = f"decoder.layers[{layer}].self_attention."
+    backward(
+        graph,
+        "loss",
+        "note.grad_seed_loss",
+        stop={layer_in},
+        weights=lambda name: name.startswith(weights),
+        shown=lambda name: name.startswith((prefix, weights)) or name in ("loss", "nll", "logits", layer_in),
+    )
     return graph

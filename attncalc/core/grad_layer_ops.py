@@ -17,6 +17,7 @@ from attncalc.core import positions
 from attncalc.core.expansion import Call, Expansion, Given, Note, given
 from attncalc.core.grad_ops import Term
 from attncalc.core.layer_ops import ACTIVATIONS, erfc
+from attncalc.core.position_ops import Rope
 
 _GELU_TANH = math.sqrt(2.0 / math.pi)
 
@@ -328,37 +329,23 @@ class RMSNormGradGamma(Term):
 
 
 class RopeGrad(Term):
-    """Q_rope = R(a)·Q per column pair → dQ = R(a)ᵀ·dQ_rope: the same rotation turned back."""
+    """Q_rope = R(a)·Q per column pair → dQ = R(a)ᵀ·dQ_rope = R(−a)·dQ_rope: the same rotation turned back."""
 
     def __init__(self, heads, layout="half", factor=1.0):
-        self.h, self.layout, self.factor = heads, layout, factor
+        self.rope = Rope(heads, layout, factor)
 
     def compute(self, dy, angles):
-        n, width = dy.shape
-        dyh = dy.reshape(n, self.h, width // self.h).transpose(1, 0, 2)
-        out = positions.rope_rotate(dyh, -angles, self.layout, self.factor)
-        return out.transpose(1, 0, 2).reshape(n, width)
+        return self.rope.compute(dy, -angles)
 
     def explain(self, xs, idx, g):
-        dy, angles = xs
-        i, col = idx
-        dk = dy.shape[1] // self.h
-        head, c = divmod(col, dk)
-        p, partner, sign = positions.rope_pair(c, dk, self.layout)
-        a, base = float(angles[i, p]), head * dk
-        dc, dp = float(dy[i, base + c]), float(dy[i, base + partner])
-        v = (dc * math.cos(a) - sign * dp * math.sin(a)) * self.factor
-        line = [dc, "×", Call("cos", a), "−" if sign > 0 else "+", dp, "×", Call("sin", a)]
-        if self.factor != 1.0:
-            line = ["("] + line + [")", "×", Given(self.factor)]
-        return Expansion([line + ["=", v]], v, Note("note.grad_rope", c=c, partner=partner, angle=f"{a:.4g}"))
+        e = self.rope.explain([xs[0], -xs[1]], idx, g)
+        dk = xs[0].shape[1] // self.rope.h
+        p, partner, _ = positions.rope_pair(idx[1] % dk, dk, self.rope.layout)
+        angle = f"{float(xs[1][idx[0], p]):.4g}"
+        return Expansion(e.lines, e.result, Note("note.grad_rope", c=idx[1] % dk, partner=partner, angle=angle))
 
     def operands(self, shapes, idx):
-        i, col = idx
-        dk = shapes[0][1] // self.h
-        head, c = divmod(col, dk)
-        p, partner, _ = positions.rope_pair(c, dk, self.layout)
-        return [(0, (i, head * dk + c)), (0, (i, head * dk + partner)), (1, (i, p))]
+        return self.rope.operands(shapes, idx)
 
     def piece(self, names):
         return f"R(−angle)·{names[0]}"

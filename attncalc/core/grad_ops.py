@@ -323,49 +323,6 @@ class ScoresGradQ(Term):
         return f"{names[0]}·{names[1]}"
 
 
-class ScoresGradK(Term):
-    """S[h] = Q_h·K_kv(h)ᵀ → dK_g = Σ over the heads h of KV head g of dS[h]ᵀ·Q_h."""
-
-    def __init__(self, heads=1, kv_heads=1):
-        self.h, self.g = heads, kv_heads
-
-    def compute(self, ds, q):
-        return merge_heads(group_sum(per_head(ds).transpose(0, 2, 1) @ split_heads(q, self.h), self.g))
-
-    def explain(self, xs, idx, g):
-        ds, q = per_head(xs[0]), xs[1]
-        j, col = idx
-        dk = q.shape[1] // self.h
-        kv, c = divmod(col, dk)
-        per = self.h // self.g
-        pairs = [
-            (float(ds[h, i, j]), given(q[i, h * dk + c], g[1]))
-            for h in range(kv * per, (kv + 1) * per)
-            for i in range(q.shape[0])
-        ]
-        v = float(sum(a * b for a, b in pairs))
-        note = (
-            Note("note.grad_kv_heads", kv=kv, heads=", ".join(map(str, range(kv * per, (kv + 1) * per))))
-            if per > 1
-            else ""
-        )
-        return Expansion([sum_of_products(pairs, v)], v, note)
-
-    def operands(self, shapes, idx):
-        j, col = idx
-        dk = shapes[1][1] // self.h
-        kv, c = divmod(col, dk)
-        per = self.h // self.g
-        if len(shapes[0]) == 2:
-            return [(0, (slice(None), j)), (1, (slice(None), c))]
-        return [(0, (h, slice(None), j)) for h in range(kv * per, (kv + 1) * per)] + [
-            (1, (slice(None), h * dk + c)) for h in range(kv * per, (kv + 1) * per)
-        ]
-
-    def piece(self, names):
-        return f"{names[0]}ᵀ·{names[1]}"
-
-
 class ScaleGrad(Term):
     """S_scaled = S·c (+ a constant bias such as ALiBi's) → dS = dS_scaled·c: the scale shrinks the gradient
     as it shrinks the scores, and the bias, a constant, passes it on untouched."""
@@ -469,36 +426,37 @@ class AttendGradA(Term):
         return f"{names[0]}·{names[1]}ᵀ"
 
 
-class AttendGradV(Term):
-    """O = A·V per head → dV_g = Σ over the heads h of KV head g of A[h]ᵀ·dO_h."""
+class KVGrad(Term):
+    """The gradient of the keys or values of a per-head product, from a per-head tensor P [h, n, m] and a
+    row tensor R [n, h·d]: dK = Σ over the heads h of KV head g of dS[h]ᵀ·Q_h (P = dS, R = Q), and alike
+    dV = Σ_h A[h]ᵀ·dO_h (P = A, R = dO): dX[j, g·d + c] = Σ_h Σ_i P[h, i, j]·R[i, h·d + c]."""
 
     def __init__(self, heads=1, kv_heads=1):
         self.h, self.g = heads, kv_heads
 
-    def compute(self, a, do):
-        return merge_heads(group_sum(per_head(a).transpose(0, 2, 1) @ split_heads(do, self.h), self.g))
+    def compute(self, p, r):
+        return merge_heads(group_sum(per_head(p).transpose(0, 2, 1) @ split_heads(r, self.h), self.g))
 
     def explain(self, xs, idx, g):
-        a, do = per_head(xs[0]), xs[1]
+        p, r = per_head(xs[0]), xs[1]
         j, col = idx
-        dv = do.shape[1] // self.h
-        kv, c = divmod(col, dv)
+        d = r.shape[1] // self.h
+        kv, c = divmod(col, d)
         per = self.h // self.g
         heads = range(kv * per, (kv + 1) * per)
-        pairs = [(float(a[h, i, j]), float(do[i, h * dv + c])) for h in heads for i in range(do.shape[0])]
-        v = float(sum(x * y for x, y in pairs))
+        pairs = [(given(p[h, i, j], g[0]), given(r[i, h * d + c], g[1])) for h in heads for i in range(r.shape[0])]
+        v = float(sum(a * b for a, b in pairs))
         note = Note("note.grad_kv_heads", kv=kv, heads=", ".join(map(str, heads))) if per > 1 else ""
         return Expansion([sum_of_products(pairs, v)], v, note)
 
     def operands(self, shapes, idx):
         j, col = idx
-        dv = shapes[1][1] // self.h
-        kv, c = divmod(col, dv)
-        per = self.h // self.g
-        heads = range(kv * per, (kv + 1) * per)
+        d = shapes[1][1] // self.h
+        kv, c = divmod(col, d)
+        heads = range(kv * (self.h // self.g), (kv + 1) * (self.h // self.g))
         if len(shapes[0]) == 2:
             return [(0, (slice(None), j)), (1, (slice(None), c))]
-        return [(0, (h, slice(None), j)) for h in heads] + [(1, (slice(None), h * dv + c)) for h in heads]
+        return [(0, (h, slice(None), j)) for h in heads] + [(1, (slice(None), h * d + c)) for h in heads]
 
     def piece(self, names):
         return f"{names[0]}ᵀ·{names[1]}"

@@ -49,6 +49,7 @@ class Node:
     missing: str = ""  # for a leaf without value: the fixture field it needs
     shown: bool = True  # a tensor of the pipe document (weights are not: they live in the fixture)
     about: str = ""  # key of the explanation of why this step exists (walk)
+    grad_of: str = ""  # a gradient (the backward stage): the tensor or weight it is the gradient of
 
     @property
     def is_leaf(self) -> bool:

@@ -49,7 +49,7 @@ def work_names(session: Session, values: dict, only, work: bool | None, cell) ->
     S and S_scaled; …), the main one of a layer stage; by default those of at most WORK_CELLS cells."""
     if work is False or (work is None and cell):
         return []
-    names = [main_name(session, values)] if session.stage in ("encoder", "decoder") and not only else None
+    names = [main_name(session, values)] if session.stage in ("encoder", "decoder", "backward") and not only else None
     names = names or stage_names(session, values, only)
     return [n for n in names if work or np.size(values[n]) <= WORK_CELLS]
 
@@ -101,6 +101,8 @@ def numbers_at_least(graph, name: str) -> int:
     rows × columns, × heads for the per-head scores and what is made from them (an op that `reuses_input`
     has its first input's shape)."""
     node = graph.nodes[name]
+    if node.grad_of and name not in graph.given:  # a gradient has its tensor's shape
+        return numbers_at_least(graph, node.grad_of)
     while not node.is_leaf and name not in graph.given and getattr(node.op, "reuses_input", False):
         name = node.inputs[0]
         node = graph.nodes[name]
