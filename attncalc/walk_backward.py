@@ -53,17 +53,16 @@ WHY = {
 }
 
 
-def forward_name(grad: str) -> str:
-    """`enc.0.dA` → `enc.0.A`: the tensor a gradient is of (docs/tensors.md)."""
-    head, dot, last = grad.rpartition(".")
-    return f"{head}{dot}{last[1:]}"
+def forward(graph, grad: str):
+    """The node a gradient is the gradient of (`enc.0.dA` → `enc.0.A`)."""
+    return graph.nodes[graph.nodes[grad].grad_of]
 
 
 def group_of(graph, grad: str) -> tuple[str, str] | None:
     """(prefix, group) of a gradient that is not a weight's; None for a weight's (it joins the one before)."""
-    if forward_name(grad).startswith("output."):  # the output layer's W, beside ddec_out = dlogits·Wᵀ
+    if graph.nodes[grad].grad_of.startswith("output."):  # the output layer's W, beside ddec_out = dlogits·Wᵀ
         return "", "grad_output"
-    if graph.nodes[forward_name(grad)].is_leaf:
+    if forward(graph, grad).is_leaf:
         return None
     prefix, _, base = grad.rpartition(".")
     if re.fullmatch(r"d[RHDN]\d", base):
@@ -90,10 +89,10 @@ def why_keys(graph, group: str, names: list[str]) -> list[str]:
         return ["grad_block", "grad_attend"]  # the gradient starts at the block's output: dZ = 1
     if group != "grad_addnorm":
         keys = list(WHY[group])
-        if group == "grad_qkv" and any(isinstance(graph.nodes[forward_name(n)].op, position_ops.Rope) for n in names):
+        if group == "grad_qkv" and any(isinstance(forward(graph, n).op, position_ops.Rope) for n in names):
             keys.append("grad_rope")
         return keys
-    made = [graph.nodes[forward_name(n)].op for n in names if not graph.nodes[forward_name(n)].is_leaf]
+    made = [forward(graph, n).op for n in names if not forward(graph, n).is_leaf]
     keys = ["grad_residual"] if any(isinstance(op, ops.Add) for op in made) else []
     if any(isinstance(op, layer_ops.RMSNorm) for op in made):
         keys.append("grad_rmsnorm")
@@ -112,7 +111,7 @@ def backward_screens(session, names: list[str], lang: str) -> list:
         nodes = [graph.nodes[n] for n in run]
         ctx = layer_context(prefix, group, lang)
         title = texts.title(group, lang)
-        main = next((n for n in reversed(run) if not graph.nodes[forward_name(n)].is_leaf), run[-1])
+        main = next((n for n in reversed(run) if not forward(graph, n).is_leaf), run[-1])
         made_before = [i for n in nodes for i in n.inputs if i not in run and not graph.nodes[i].is_leaf]
         out.append(
             Screen(
