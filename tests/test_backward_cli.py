@@ -98,3 +98,12 @@ def test_minilm_layer_3_attention_block_equals_autograd(cli):
         grad = weights[name].grad.numpy().T  # torch keeps [out, in]; fixture weights are [in, out]
         np.testing.assert_allclose(t[f"encoder.layers[3].self_attention.d{field}"], grad, rtol=0, atol=1e-9)
     assert json.dumps(out["labels"]["enc.3.dA"]["rows"]) == json.dumps(["[CLS]", "i", "love", "you", "[SEP]"])
+
+
+def test_a_model_too_big_for_a_whole_backward_pass_asks_for_a_layer(cli, monkeypatch):
+    from attncalc.core import build_backward
+
+    monkeypatch.setattr(build_backward, "MAX_WEIGHTS", 100)  # woaini: E 32, encoder 96, decoder 188, output 32
+    out = cli("backward", "--example", "woaini", "-f", "json")
+    assert out.exit_code == 2 and "--layer" in out.stderr and "348 weights" in out.stderr
+    assert cli("backward", "--example", "woaini", "--layer", "0", "-f", "json").exit_code == 0

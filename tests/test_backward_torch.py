@@ -128,3 +128,16 @@ def test_a_decoder_layer_from_the_models_own_loss(layer):
     shown = {n for n, v in graph.nodes.items() if v.stage == "backward" and v.shown}
     assert f"decoder.layers[{layer}].self_attention.dWq" in shown and "dlogits" in shown
     assert ("dec.1.dD2" in shown) == (layer == 1) and not any(n.startswith("decoder.layers[0].ffn") for n in shown)
+
+
+def test_weight_gradients_maps_each_fixture_field_to_its_gradient():
+    from attncalc.core.backward import weight_gradients
+
+    graph = graph_of(example="woaini")
+    mapping = weight_gradients(graph)
+    assert mapping["encoder.layers[0].self_attention.Wq"] == "encoder.layers[0].self_attention.dWq"
+    assert mapping["E"] == "dE" and mapping["output.W"] == "output.dW"
+    assert "attention.Wq" not in mapping  # the stage block is not on the loss's path
+    for weight, grad in mapping.items():
+        assert graph.value(grad).shape == graph.value(weight).shape
+    assert len(mapping) == 28  # E; 9 in the encoder layer (it has no Wo), 17 in the decoder layer; output.W

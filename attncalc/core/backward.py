@@ -172,3 +172,12 @@ def _add_sum(graph: Graph, add, name: str, parts: list) -> None:
     else:
         inputs = tuple(n for _, names in parts for n in names)
         add(name, go.GradSum([t for t, _ in parts], [len(n) for _, n in parts], pieces), inputs, formula)
+
+
+def weight_gradients(graph: Graph) -> dict[str, str]:
+    """{weight: its gradient's name} for every weight the backward stage gave a gradient, in graph order:
+    `{"encoder.layers[0].self_attention.Wq": "encoder.layers[0].self_attention.dWq", "E": "dE", …}` —
+    a weight is named by its fixture field, so an optimiser step writes `field − lr·value(gradient)`."""
+    return {
+        node.grad_of: name for name, node in graph.nodes.items() if node.grad_of and graph.nodes[node.grad_of].is_leaf
+    }

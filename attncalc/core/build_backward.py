@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from attncalc.core.backward import backward
 from attncalc.core.fixture import Fixture
 from attncalc.errors import InputError
@@ -26,6 +28,7 @@ def build_backward(fx: Fixture, opts):
         if "loss" not in graph.nodes:
             raise InputError(fx.where("target"), "tokens to predict (the loss the gradients start from)", "none")
         if layer is None:
+            _refuse_huge(graph)
             backward(graph, "loss", "note.grad_seed_loss", leaf_rows={"E": fx.vocab()})
             return graph
         return _layer_from_loss(graph, layer)
@@ -34,6 +37,23 @@ def build_backward(fx: Fixture, opts):
     block_in = graph.nodes[z.removesuffix("Z") + "Q"].inputs[0]
     backward(graph, z, "note.grad_seed_ones", stop={block_in})
     return graph
+
+
+MAX_WEIGHTS = 5_000_000  # the whole backward pass of a model with more weights asks for --layer N
+
+
+def _refuse_huge(graph) -> None:
+    """A real-size model's whole backward pass (a gradient for each of its weights, the embedding's
+    too) is refused before anything is computed: one layer at a time (`--layer N`) is what it shows."""
+    leaves = [graph.nodes[n] for n in graph.upstream(["loss"]) if graph.nodes[n].is_leaf]
+    total = sum(np.size(node.value) for node in leaves if node.value is not None)
+    if total > MAX_WEIGHTS:
+        raise InputError(
+            "--layer",
+            f"a layer N for the backward pass of a model this size ({total:,} weights, each with a "
+            f"gradient; at most {MAX_WEIGHTS:,} at once)",
+            "none",
+        )
 
 
 def _layer_from_loss(graph, layer: int):

@@ -184,7 +184,8 @@ class CrossEntropyGrad(Term):
 
     def operands(self, shapes, idx):
         r, _ = idx
-        return [(0, (slice(None),)), (1, (r, slice(None)))]
+        ks = [(0, (k,)) for k, row in enumerate(self.rows) if row == r]
+        return ks + [(1, (r, slice(None)))] if ks else []
 
     def piece(self, names):
         return f"(probs − onehot)·{names[0]}"
