@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attncalc.core.backward import STAGE, grad_name
+from attncalc.core.backward import STAGE, weight_gradients
 from attncalc.core.graph import Graph
 from attncalc.core.optim import AdamMoments, AdamState, Optimizer, adam_step, add_update, sgd_step
 
@@ -43,14 +43,10 @@ class Training:
 
 
 def parameters(graph: Graph) -> dict[str, tuple[str, str]]:
-    """Every weight the loss has a gradient for: leaf name → (its gradient, the name its update tensors
-    start with: the leaf's own, `encoder.layers[0].self_attention.Wq` → `….Wq.new`)."""
-    out = {}
-    for name, node in graph.nodes.items():
-        grad = grad_name(name)
-        if node.is_leaf and grad in graph.nodes and graph.nodes[grad].stage == STAGE:
-            out[name] = (grad, name)
-    return out
+    """Every weight the loss has a gradient for, in the fixture's order: leaf name → (its gradient, the name
+    its update tensors start with: the leaf's own, `encoder.layers[0].self_attention.Wq` → `….Wq.new`)."""
+    grads = weight_gradients(graph)
+    return {leaf: (grads[leaf], leaf) for leaf in graph.nodes if leaf in grads}
 
 
 def with_weights(graph: Graph, weights: dict) -> Graph:
