@@ -486,7 +486,7 @@ TEXTS = {
     "why.grad_embed": "The embedding table: dE[token] adds up the gradients of every position that looked that token up; the rows of tokens not in the input get 0.",
     "why.sgd": "The optimiser step: every weight now knows which way lowers the loss. The gradient points uphill, so SGD steps against it: w′ = w − lr·g. The learning rate lr sets how far: too small and training crawls, too large and it overshoots and the loss goes up. Forward, loss, backward, step, and again: this loop is training.",
     "why.adam": "Adam keeps two running averages for every weight: m, of the gradient (momentum, which smooths out directions that keep changing), and v, of its square (how large the gradient usually is). Both start at 0, so early on they are too small; m̂ = m / (1 − β1^t) and v̂ = v / (1 − β2^t) correct that, less and less as t grows. The step lr·m̂ / (√v̂ + ε) divides by the gradient's usual size, so each weight moves about lr at first, whatever the scale of its gradient; ε only keeps 0 / 0 away.",
-    "why.loss_after": "The same forward pass with the new weights: the loss is lower than before. At this rate one step is small; many steps, over many sentences, are what training is.",
+    "why.loss_after": "The same forward pass with the new weights: the loss is lower than before. This was one step on one sentence; training repeats it, step after step, over many sentences.",
     "why.loss_after_higher": "The same forward pass with the new weights: the loss is higher than before. This step overshot: the learning rate is too large for these weights, and a smaller --lr lowers the loss.",
     "title.grad_loss": "Backward: the gradient of the loss",
     "title.grad_output": "Backward through the output layer",
