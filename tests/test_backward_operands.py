@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from test_operands import check_operands, rand
 
+from attncalc.core import grad_attention_ops as ga
 from attncalc.core import grad_layer_ops as gl
 from attncalc.core import grad_ops as go
 
@@ -21,14 +22,14 @@ CASES = [
     ("column sum", go.ColumnSum(), [rand(3, 4)], (2,)),
     ("lookup", go.LookupGrad([2, 0, 2], ["c", "a", "c"]), [rand(3, 4), rand(4, 4)], (2, 1)),
     ("lookup unread", go.LookupGrad([2, 0, 2], ["c", "a", "c"], scale=2.0), [rand(3, 4), rand(4, 4)], (3, 1)),
-    ("scores dQ", go.ScoresGradQ(), [rand(3, 3), rand(3, 4)], (1, 2)),
-    ("scores dQ gqa", go.ScoresGradQ(4, 2), [rand(4, 3, 3), rand(3, 4)], (2, 5)),
-    ("dK", go.KVGrad(), [rand(3, 3), rand(3, 4)], (1, 2)),
-    ("dK gqa", go.KVGrad(4, 2), [rand(4, 3, 3), rand(3, 8)], (2, 3)),
-    ("scale", go.ScaleGrad(0.5, "1/√4"), [rand(2, 3, 3)], (1, 2, 0)),
-    ("mask", go.MaskGrad(), [rand(3, 3), np.tril(np.ones((3, 3)))], (2, 1)),
-    ("softmax", go.SoftmaxGrad(), [rand(2, 3, 3), rand(2, 3, 3)], (1, 2, 0)),
-    ("attend dA", go.AttendGradA(4, 2), [rand(3, 8), rand(3, 4)], (3, 1, 2)),
+    ("scores dQ", ga.ScoresGradQ(), [rand(3, 3), rand(3, 4)], (1, 2)),
+    ("scores dQ gqa", ga.ScoresGradQ(4, 2), [rand(4, 3, 3), rand(3, 4)], (2, 5)),
+    ("dK", ga.KVGrad(), [rand(3, 3), rand(3, 4)], (1, 2)),
+    ("dK gqa", ga.KVGrad(4, 2), [rand(4, 3, 3), rand(3, 8)], (2, 3)),
+    ("scale", ga.ScaleGrad(0.5, "1/√4"), [rand(2, 3, 3)], (1, 2, 0)),
+    ("mask", ga.MaskGrad(), [rand(3, 3), np.tril(np.ones((3, 3)))], (2, 1)),
+    ("softmax", ga.SoftmaxGrad(), [rand(2, 3, 3), rand(2, 3, 3)], (1, 2, 0)),
+    ("attend dA", ga.AttendGradA(4, 2), [rand(3, 8), rand(3, 4)], (3, 1, 2)),
     ("rope", gl.RopeGrad(2), [rand(3, 8), rand(3, 2)], (1, 6)),
     ("rope interleaved", gl.RopeGrad(1, "interleaved", 1.5), [rand(3, 4), rand(3, 2)], (2, 3)),
     ("gelu", gl.ActivationGrad("gelu"), [rand(3, 4), rand(3, 4)], (1, 1)),

@@ -7,12 +7,14 @@ of `encoder.layers[0].self_attention.Wq` is `encoder.layers[0].self_attention.dW
 of `dec.0.cross.A` is `dec.0.cross.dA`.
 
 Each forward operation has a rule: the terms it sends back to each of its inputs (core/grad_ops.py,
-core/grad_layer_ops.py). A tensor read by several operations gets the sum of their terms. Nodes are
-added in reverse graph order; a weight's gradient right after the last step that reads it.
+core/grad_attention_ops.py, core/grad_layer_ops.py). A tensor read by several operations gets the
+sum of their terms. Nodes are added in reverse graph order; a weight's gradient right after the last
+step that reads it.
 """
 
 from __future__ import annotations
 
+from attncalc.core import grad_attention_ops as ga
 from attncalc.core import grad_layer_ops as gl
 from attncalc.core import grad_ops as go
 from attncalc.core import layer_ops as lo
@@ -47,15 +49,15 @@ def _rules(node: Node, dy: str) -> list[tuple[int, go.Term, tuple]]:
         ]
         return out + ([(2, go.ColumnSum(), (dy,))] if len(ins) > 2 else [])
     if isinstance(op, ops.Scores):
-        return [(0, go.ScoresGradQ(op.h, op.g), (dy, ins[1])), (1, go.KVGrad(op.h, op.g), (dy, ins[0]))]
+        return [(0, ga.ScoresGradQ(op.h, op.g), (dy, ins[1])), (1, ga.KVGrad(op.h, op.g), (dy, ins[0]))]
     if isinstance(op, ops.Scale):
-        return [(0, go.ScaleGrad(op.c, op.text, len(ins) > 1), (dy,))]
+        return [(0, ga.ScaleGrad(op.c, op.text, len(ins) > 1), (dy,))]
     if isinstance(op, ops.Mask):
-        return [(0, go.MaskGrad(), (dy, ins[1]))]
+        return [(0, ga.MaskGrad(), (dy, ins[1]))]
     if isinstance(op, ops.Softmax):
-        return [(0, go.SoftmaxGrad(), (dy, y))]
+        return [(0, ga.SoftmaxGrad(), (dy, y))]
     if isinstance(op, ops.Attend):
-        return [(0, go.AttendGradA(op.h, op.g), (dy, ins[1])), (1, go.KVGrad(op.h, op.g), (ins[0], dy))]
+        return [(0, ga.AttendGradA(op.h, op.g), (dy, ins[1])), (1, ga.KVGrad(op.h, op.g), (ins[0], dy))]
     if isinstance(op, po.Rope):
         return [(0, gl.RopeGrad(op.h, op.layout, op.factor), (dy, ins[1]))]
     if isinstance(op, lo.Activation):
