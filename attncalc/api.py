@@ -242,6 +242,8 @@ class CheckReport:
 class Calculation:
     """One input (example, fixture, document, inline matrices) as a graph of named tensors."""
 
+    training = None  # the optimiser steps after the backward pass (`backward(optimizer=…)`: train.Training)
+
     def __init__(self, request: Request, stand_in: bool = False):
         """`stand_in`: a model's weights as stand-ins of their shapes, none read: every shape is right and
         every number zero (the commands size a document from it before reading the weights)."""
@@ -399,15 +401,30 @@ class Calculation:
         )
         return generate(self.decoder_model(), settings)
 
+    def backward(self, optimizer: str | None = None, *, lr: float | None = None, steps: int | None = None) -> Backward:
+        """The backward stage of this input: every gradient (`calc.backward()["dlogits"]`, `.explain`, `.check`
+        as for any calculation), and with `optimizer` ("sgd" or "adam"; `lr` or `steps` alone mean SGD)
+        `steps` optimiser steps at learning rate `lr` (default 0.1 for SGD, 0.01 for Adam): `.steps`, each
+        with the loss before and after, the new weights and Adam's moments; step 1's update is tensors of
+        the graph (`<weight>.new`, `.m`, `.v`, `.m_hat`, `.v_hat`)."""
+        for name, value in (("optimizer", optimizer), ("lr", lr), ("steps", steps)):
+            arguments.check(name, value)
+        return Backward(dataclasses.replace(self.request, stage="backward"), optimizer, lr, steps)
+
     def walk(self, lang: str | None = None, *, start: str | None = None, end: str | None = None) -> list:
         """The walk's screens as data (walk.Screen: title, formulas, why-texts, tensors, a worked cell)."""
         from attncalc import texts
-        from attncalc.walk import make_screens, stage_range
+        from attncalc.walk import WALK_STAGES, make_screens, stage_range
 
         if lang is not None and lang not in texts.LANGS:
             raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
         lo, hi = stage_range(start, end)
-        return make_screens(self.session, self.values(), lang or texts.current(), lo, hi)
+        screens = make_screens(self.session, self.values(), lang or texts.current(), lo, hi)
+        if self.training is not None and lo <= WALK_STAGES.index("backward") <= hi:
+            from attncalc.walk_backward import update_screens
+
+            screens += update_screens(self.session, self.training, lang or texts.current(), 3)
+        return screens
 
     def walk_page(
         self,
@@ -431,9 +448,36 @@ class Calculation:
         if self.stage not in STAGES[-2:]:  # a calculation up to a stage walks up to it (decoder, backward: all)
             hi = min(hi, STAGES.index(self.stage))
         name = self.request.example or self.session.source or "inline"
-        walk = Walk(self.session, self.values(), [], lang or texts.current(), name, span=(lo, hi), precision=precision)
+        told = lang or texts.current()
+        walk = Walk(self.session, self.values(), [], told, name, span=(lo, hi), precision=precision)
+        walk.training = self.training
         tell(walk, walk.lang)
         return page_html(walk, quiz) if path is None else save_page(walk, os.fspath(path), quiz, "walk_page")
+
+
+class Backward(Calculation):
+    """A calculation at the backward stage, and the optimiser steps taken after it (`training`: None when no
+    optimiser was asked for)."""
+
+    def __init__(self, request: Request, optimizer=None, lr=None, steps=None, where: str = "optimizer", on_step=None):
+        from attncalc.train import refuse_checkpoint, take_steps
+
+        asked = optimizer is not None or lr is not None or steps is not None
+        if asked:
+            refuse_checkpoint(request.model, where)
+        super().__init__(request)
+        if asked:
+            self.training = take_steps(self.graph, optimizer, lr, steps, where, on_step)
+
+    @property
+    def steps(self) -> list:
+        """Each optimiser step (`train.Step`): t, loss_before, loss_after, weights (by name), moments (Adam)."""
+        return self.training.steps if self.training else []
+
+    @property
+    def losses(self) -> list[float]:
+        """The loss before the first step and after each."""
+        return [self.steps[0].loss_before] + [s.loss_after for s in self.steps] if self.steps else []
 
 
 def _as_written(value) -> str:

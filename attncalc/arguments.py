@@ -18,7 +18,7 @@ from attncalc.core.exercise import KINDS as EXERCISE_KINDS
 from attncalc.core.exercise import OPTIONS as EXERCISE_OPTIONS
 from attncalc.core.exercise import POSITIONS as EXERCISE_POSITIONS
 from attncalc.core.exercise import Spec
-from attncalc.core.names import MASK_KINDS
+from attncalc.core.names import MASK_KINDS, OPTIMIZERS
 from attncalc.errors import InputError
 from attncalc.render.formats import one_of
 
@@ -91,6 +91,10 @@ RULES = {
     "top_p": Rule(float, above=0, hi=1),
     "seed": Rule(int, lo=0),
     "kv_cache": Rule(bool),
+    # training (issue 25): the optimiser step after the backward pass
+    "optimizer": Rule(str, choices=OPTIMIZERS),
+    "lr": Rule(float, above=0, hi=100),
+    "steps": Rule(int, lo=1, hi=1000),  # each step is a forward and a backward pass
 }
 
 

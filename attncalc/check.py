@@ -18,6 +18,8 @@ Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from attncalc import arguments, texts
@@ -52,8 +54,17 @@ MISTAKES = (
 
 
 # ---- the model's side ------------------------------------------------------------------------
+# A gradient (docs/tensors.md: `d` before the last component, `enc.0.dA`, `decoder.layers[0].norm1.dgamma`) or a
+# tensor of the optimiser's step after it (`….Wq.new`, `.m`, `.v`, `.m_hat`, `.v_hat`): the backward stage's.
+BACKWARD_NAME = re.compile(
+    r"(?:.*\.)?d(?:[A-Z]\w*|loss|nll|logits|probs|enc_out|dec_out|gamma|beta|b\w*)|.+\.(?:new|m|v|m_hat|v_hat)"
+)
+
+
 def stage_for(names) -> str:
     """The stage whose graph holds every name (attention names need only `attend`)."""
+    if any(BACKWARD_NAME.fullmatch(n) for n in names):
+        return "backward"
     stage = "attend"
     for n in names:
         if n.startswith("dec") or n in ("D", "logits", "probs", "nll", "loss"):

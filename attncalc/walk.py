@@ -26,7 +26,7 @@ from attncalc.inputs.literal import cell_label, parse_cell
 from attncalc.inputs.session import Request, Session, evaluate, open_session
 from attncalc.lessons import teach
 
-WALK_STAGES = STAGES + ("generate",)
+WALK_STAGES = STAGES + ("backward", "generate")  # backward: only with --train (walk_backward.py)
 ATTENTION = {"S": "scores", "bias": "scores", "S_scaled": "scores", "M": "mask", "S_masked": "mask", "A": "softmax"}
 GROUPS = {
     "X": "embed",
@@ -94,6 +94,7 @@ class Walk:
     precision: int = 3
     stopped: tuple[str, str] | None = None  # (last stage, why) when the input has no later parts
     generation: object = None  # decoding.generate's result, once computed
+    training: object = None  # --train: the optimiser step after the backward pass (train.Training)
 
 
 def group_of(name: str) -> tuple[str, str]:
@@ -129,15 +130,22 @@ def open_walk(
     precision=3,
     model: dict | None = None,
     exercise: str | None = None,
+    train: dict | None = None,
 ) -> Walk:
     """Build the deepest stage the input supports (up to --to) and the screens from --from on. `model`:
-    the real-checkpoint fields of a Request (model, text, ids); `exercise`: a fresh exercise's spec."""
+    the real-checkpoint fields of a Request (model, text, ids); `exercise`: a fresh exercise's spec. `train`
+    ({"optimizer": …, "lr": …}, or None): go on after the loss with the backward pass and one optimiser step
+    (walk_backward.py)."""
     lo, hi = stage_range(start, end)
     model = {k: v for k, v in (model or {}).items() if v is not None}
     if not (example or exercise or fixture or model):
         raise InputError(
             "input", f"--example NAME ({', '.join(example_names())}), --exercise SEED or --fixture FILE", "nothing"
         )
+    if train is not None:
+        from attncalc.walk_backward import open_training
+
+        return tell(open_training(example, fixture, sets, lang, (lo, hi), precision, model, train, exercise), lang)
     top = min(hi, len(STAGES) - 1)
     error = None
     for k in range(top, -1, -1):
@@ -180,7 +188,11 @@ def tell(walk: Walk, lang: str) -> Walk:
         walk.notes.append(texts.ui("encoder_only", lang, name=walk.name))
     elif walk.stopped:
         walk.notes.append(stop_note(*walk.stopped, walk.name, lang))
-    elif hi == len(STAGES):
+    if walk.training is not None and lo <= WALK_STAGES.index("backward") <= hi:
+        from attncalc.walk_backward import update_screens
+
+        walk.screens += update_screens(walk.session, walk.training, lang, walk.precision)
+    if not walk.stopped and hi == WALK_STAGES.index("generate"):
         try:
             if walk.generation is None:
                 from attncalc.decoding import Model, Settings, generate, token_limit
@@ -261,8 +273,9 @@ def generation_formulas(new_rows: int, first: bool, lang: str, variant=()) -> li
 
 def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_STAGES) - 1) -> list[Screen]:
     g = session.graph
+    grads = [n for n in values if g.nodes[n].stage == "backward"]  # walk --train: walk_backward.py groups them
     runs: list[list[str]] = []
-    for name in values:
+    for name in (n for n in values if g.nodes[n].stage != "backward"):
         if runs and group_of(runs[-1][-1]) == group_of(name):
             runs[-1].append(name)
         else:
@@ -280,6 +293,10 @@ def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_ST
         s = screen(session, values, names, lang, seen, same)
         if lo <= WALK_STAGES.index(s.stage) <= hi:
             screens.append(s)
+    if grads and lo <= WALK_STAGES.index("backward") <= hi:
+        from attncalc.walk_backward import backward_screens
+
+        screens += backward_screens(session, grads, lang)
     choose_quiz(g, screens)
     return screens
 
@@ -456,7 +473,7 @@ def choose_quiz(g, screens: list[Screen]) -> None:
     stage's first screen that computes something."""
     for stage in WALK_STAGES:
         mine = [s for s in screens if s.stage == stage and s.main and not isinstance(g.nodes[s.main].op, Identity)]
-        preferred = {"encoder": "addnorm", "decoder": "output"}.get(stage, "")
+        preferred = {"encoder": "addnorm", "decoder": "output", "backward": "grad_softmax"}.get(stage, "")
         pick = next((s for s in mine if preferred and s.group.startswith(preferred)), mine[0] if mine else None)
         if pick is not None:
             pick.quiz = "logits" if pick.group == "output" else pick.main

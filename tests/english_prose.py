@@ -21,12 +21,12 @@ ALLOWED = {
         "Add Norm Pre-Norm Post-Norm NaN inf query key value top-k top-p argmax true false null "
         # names of models, libraries and functions
         "BERT GPT GPT-2 LLaMA Mistral Qwen Qwen2 Gemma PyTorch NumPy attncalc scaled_dot_product_attention "
-        "relu gelu silu exp log sqrt sin cos tanh max min mean "
+        "relu gelu silu exp log sqrt sin cos tanh max min mean Adam sgd "
         # tensor, weight, config and fixture names, formula variables
-        "Wq Wk Wv Wo bias nll probs loss enc_out dec_out angle angles pos gamma beta slope base "
+        "Wq Wk Wv Wo bias nll probs loss enc_out dec_out angle angles pos gamma beta slope base onehot "
         "torch_dtype fp32 fp16 bf16 fp8 int8 KiB MiB GiB TiB B "
         # stage and example names (command arguments)
-        "embed pe qkv scores mask attend encoder decoder generate woaini wochiyu tinyllama "
+        "embed pe qkv scores mask attend encoder decoder backward generate woaini wochiyu tinyllama "
         "multihead padding rope order "
         # position types, RoPE scalings and layouts (values of position.type, position.scaling.type, layout)
         "none sinusoidal learned alibi default linear ntk dynamic yarn llama3 half interleaved "
@@ -54,6 +54,9 @@ def _is_term(word: str, before: str, after: str, tokens) -> bool:
         or after[:1] in ("(", "[")
         or after.lstrip()[:1] == "/"
         or before.rstrip()[-1:] == "/"
+        or before[-1:] == "_"  # Σ_rows, Σ_tokens: one symbol
+        or word[:1] == "d"
+        and word[1:].lower() in ALLOWED  # a gradient's name: dloss, dlogits, dgamma
     )
 
 

@@ -10,6 +10,7 @@ import typer
 
 from attncalc import __version__
 from attncalc.cli import options as o
+from attncalc.cli import train_cmd
 from attncalc.cli.help_examples import epilog
 
 app = o.App(
@@ -118,6 +119,7 @@ def stage_command(stage: str):
         layer: o.Layer = None,
         head: o.Head = None,
         debug: o.Debug = False,
+        **training,  # backward's --optimizer, --lr, --steps (cli/train_cmd.py)
     ):
         def run():
             check_choices(fmt, kind, lang, standalone=standalone)
@@ -130,6 +132,9 @@ def stage_command(stage: str):
             from attncalc.render.output import drawn_names, emit, refuse_huge_document, resolve_format
 
             req = o.request(ctx, stage)
+            if train_cmd.asked(training):
+                opts = dict(fmt=fmt, precision=precision, work=work, cell=cell, only=only, standalone=standalone)
+                return train_cmd.run(req, training, **opts)
             names = arguments.names(only)
             if resolve_format(fmt) == "json" and req.model is not None:  # sized before a weight is read
                 refuse_huge_document(Calculation(req, stand_in=True).session, names)
@@ -159,7 +164,7 @@ def stage_command(stage: str):
         o.guarded(run, debug)
 
     command.__doc__ = STAGE_HELP[stage]
-    return command
+    return train_cmd.with_options(command, training=stage == "backward")
 
 
 for _stage in STAGE_HELP:

@@ -114,12 +114,13 @@ class Progress:
     """A progress bar on stderr for a generation that runs longer than `after` seconds, only when stderr
     is a terminal (a pipe or a log gets nothing); it disappears when the run ends."""
 
-    def __init__(self, total: int, after: float | None = None):
+    def __init__(self, total: int, after: float | None = None, label: str = "surprises.progress"):
         import time
 
         from attncalc import busy
 
         self.total, self.after, self.clock = total, busy.after() if after is None else after, time.monotonic
+        self.label = label  # the text key of what is running
         self.start, self.bar, self.task = self.clock(), None, None
 
     def update(self, done: int) -> None:
@@ -130,7 +131,7 @@ class Progress:
             from attncalc.render.table import console
 
             self.bar = Bar(console=console(stderr=True), transient=True)
-            self.task = self.bar.add_task(texts.t("surprises.progress"), total=self.total)
+            self.task = self.bar.add_task(texts.t(self.label), total=self.total)
             self.bar.start()
         if self.bar is not None:
             self.bar.update(self.task, completed=done)

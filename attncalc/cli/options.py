@@ -97,6 +97,13 @@ Layer = optional(
     **arguments.limits("layer"),
 )
 Head = optional("--head", help="Show one head only.", panel=CHECKPOINT, kind=int, **arguments.limits("head"))
+# training (issue 25): backward's optimiser step, its rules in arguments.py
+TRAINING = "Training (an optimiser step after the gradients)"
+Optimizer = optional(
+    "--optimizer", help="sgd|adam: take optimiser steps (default sgd when --lr or --steps is given).", panel=TRAINING
+)
+LearningRate = optional("--lr", help="Learning rate (default 0.1 for sgd, 0.01 for adam).", panel=TRAINING, kind=float)
+Steps = optional("--steps", help="Optimiser steps (default 1).", panel=TRAINING, kind=int, **arguments.limits("steps"))
 Debug = Annotated[bool, typer.Option("--debug", help="Show the Python traceback of an error.", hidden=True)]
 X = optional("--x", help='X, the input rows ("0.8 0.1 -0.2 0.4").', panel=INLINE)
 Wq = optional("--wq", help='Wq, [d_model, heads·d_k] ("0.5 0.1; 0.2 -0.3; …").', panel=INLINE)

@@ -26,12 +26,20 @@ From = Annotated[
     Optional[str],
     typer.Option(
         "--from",
-        help="First stage: embed, pe, qkv, scores, mask, softmax, attend, encoder, decoder, generate.",
+        help="First stage: embed, pe, qkv, scores, mask, softmax, attend, encoder, decoder, backward, generate.",
         show_default=False,
     ),
 ]
 To = Annotated[Optional[str], typer.Option("--to", help="Last stage (same names as --from).", show_default=False)]
 Quiz = Annotated[bool, typer.Option("--quiz", help="Ask you one cell per stage before showing it.")]
+Train = Annotated[
+    bool,
+    typer.Option(
+        "--train",
+        help="Go on after the loss: the backward pass, one optimiser step and the loss after it "
+        "(as --to backward; --from backward starts there).",
+    ),
+]
 NoPause = Annotated[bool, typer.Option("--no-pause", help="Print every screen without waiting for a key.")]
 Format = o.format_option("walk")
 Plain = Annotated[
@@ -75,6 +83,9 @@ def walk(
     export: Export = None,
     plain: Plain = False,
     html: Html = None,
+    train: Train = False,
+    optimizer: o.Optimizer = None,
+    lr: o.LearningRate = None,
     model: o.ModelPath = None,
     text: o.Text = None,
     ids: o.Ids = None,
@@ -111,6 +122,7 @@ def walk(
         if not (example or exercise or fixture or model):  # `attncalc walk` alone: the bundled example, said on stderr
             name = DEFAULT_EXAMPLE
             sys.stderr.write(f"attncalc: {texts.t('surprises.default_example', name=name)}\n")
+        training = train_options(train, start, end, optimizer, lr)
         w = open_walk(
             name,
             fixture,
@@ -121,6 +133,7 @@ def walk(
             precision,
             model=dict(model=model, text=text, ids=ids),
             exercise=exercise,
+            train=training,
         )
         for message in w.session.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")
@@ -155,6 +168,20 @@ def walk(
                 save(con, export, tour.pages)
 
     o.guarded(run, debug)
+
+
+def train_options(train: bool, start, end, optimizer, lr) -> dict | None:
+    """--train (or --from/--to backward) and the optimiser it takes (None: the walk ends with the loss)."""
+    from attncalc.core.names import FORWARD_STAGES
+    from attncalc.errors import InputError
+
+    train = train or "backward" in (start, end)
+    if not train and (optimizer is not None or lr is not None):
+        given = "--optimizer" if optimizer is not None else "--lr"
+        raise InputError(given, "--train with it (the optimiser step comes after the backward pass)", "no --train")
+    if train and end in FORWARD_STAGES:
+        raise InputError("--train", "a walk that reaches the backward pass (--to backward or generate)", f"--to {end}")
+    return {"optimizer": optimizer, "lr": lr} if train else None
 
 
 def on_terminal() -> bool:

@@ -4,6 +4,7 @@ can use them without loading the math: the stages in order and the mask kinds.""
 STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder", "backward")
 FORWARD_STAGES = STAGES[:-1]  # up to the loss; backward: the gradients (core/backward.py)
 MASK_KINDS = ("none", "causal", "padding", "causal+padding")
+OPTIMIZERS = ("sgd", "adam")  # the optimiser steps after the backward pass (core/optim.py)
 
 # The tensors that may hold −∞ (blocked scores, and scores given with blocked cells); a pipe document's
 # other tensors may not ("-inf" in Q would silently give a row of NaN or zeros further on).

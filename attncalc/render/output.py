@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -174,6 +174,7 @@ class Stage:
     work: bool | None  # --work / --no-work (None: on up to WORK_CELLS cells)
     chosen: list  # [(name, index)] of --cell
     only: list[str] | None
+    extra: dict = field(default_factory=dict)  # more fields of the JSON document
 
     @property
     def main(self) -> str:
@@ -210,18 +211,20 @@ def emit(
     work: bool | None = None,
     cell: str | None = None,
     only: list[str] | None = None,
+    extra: dict | None = None,
 ) -> None:
-    """Print the stage: its tensors, the cell asked for, and (small matrices) every cell's arithmetic."""
+    """Print the stage: its tensors, the cell asked for, and (small matrices) every cell's arithmetic.
+    `extra`: more fields of the JSON document (backward's optimiser steps)."""
     fmt = resolve_format(fmt)
     for name in only or []:
         if name not in values:
             raise InputError("--only", "tensors of this stage or earlier (" + ", ".join(values) + ")", repr(name))
     chosen = [pick_cell(session, values, cell, main_name(session, values))] if cell is not None else []
-    STAGE_RENDERERS[fmt](Stage(session, values, precision, work, chosen, only), fmt)
+    STAGE_RENDERERS[fmt](Stage(session, values, precision, work, chosen, only, extra or {}), fmt)
 
 
 def write_json(stage: Stage, fmt: str) -> None:
-    doc = document(stage.session, stage.values, stage.only)
+    doc = {**document(stage.session, stage.values, stage.only), **stage.extra}
     if stage.chosen:
         from attncalc.render.text import expansion_lines
 
