@@ -290,9 +290,10 @@ class Calculation:
             precision=precision,
         )
 
-    def check(self, worksheet, *, tol: float | None = None, precision: int = 3) -> CheckReport:
+    def check(self, worksheet, *, tol: float | None = None, precision: int = 3, hint: bool = False) -> CheckReport:
         """Your own numbers against the model's: a dict {"S": [[…]]}, a worksheet's path or its text.
-        With `layer=N` (and `head=H`) loaded, `A` means layer N's A (and a [n, m] sheet head H of it)."""
+        With `layer=N` (and `head=H`) loaded, `A` means layer N's A (and a [n, m] sheet head H of it).
+        `hint=True` adds the report's "hint": the first wrong cell's inputs and first step (attncalc/hint.py)."""
         from attncalc import arguments
         from attncalc.check import check, stage_for
 
@@ -305,7 +306,9 @@ class Calculation:
             graph = Calculation(dataclasses.replace(self.request, stage=needed)).graph
         prefix = next((p for p in (f"enc.{layer}.", f"dec.{layer}.self.") if p + "A" in graph.nodes), "")
         head = self.session.options.get("head")
-        return CheckReport(check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix))
+        return CheckReport(
+            check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix, hint=bool(hint))
+        )
 
     def decoder_model(self):
         """The model generation runs: weights read once, the encoder (if any) run once."""

@@ -185,12 +185,22 @@ def examples(fmt: o.format_option("examples") = "auto"):
     o.guarded(run, False)
 
 
-from attncalc.cli import check_cmd, compare_cmd, cost_cmd, generate_cmd, kvcache_cmd, schema_cmd, walk_cmd  # noqa: E402
+from attncalc.cli import (  # noqa: E402
+    check_cmd,
+    compare_cmd,
+    cost_cmd,
+    generate_cmd,
+    kvcache_cmd,
+    schema_cmd,
+    walk_cmd,
+    worksheet_cmd,
+)
 
 for _module in (
     generate_cmd,
     walk_cmd,
     check_cmd,
+    worksheet_cmd,
     kvcache_cmd,
     cost_cmd,
     compare_cmd,
