@@ -105,8 +105,9 @@ def _fit(sheet: Sheet, truth: np.ndarray, name: str, head: int | None) -> tuple[
     if sheet.empty:  # `A =` with nothing under it: every cell of the model's (or the head's) not attempted
         part = truth[h] if truth.ndim == 3 and h is not None and 0 <= h < truth.shape[0] else truth
         sel = (h,) if part is not truth else ()
-        blank = np.full(part.shape, "_", object)
-        return Sheet(sheet.name, np.full(part.shape, np.nan), *_blank_marks(part.shape), blank, sheet.where), sel
+        decimals, whole, blank = _blank_marks(part.shape)
+        written = np.full(part.shape, "_", object)
+        return Sheet(sheet.name, np.full(part.shape, np.nan), decimals, whole, written, sheet.where, h, blank), sel
     if sheet.head not in (None, 0) and truth.ndim != 3:
         raise InputError(sheet.where, f"head 0 ({name} has one head here)", f"head {sheet.head}")
     if v.shape == truth.shape:

@@ -239,7 +239,7 @@ def test_every_command_shows_examples_that_run(cli, name):
         previous = None
         for args in stages:
             args = [os.path.join(ROOT, a) if a.startswith("examples/") else a for a in args]
-            quiet = ["--no-pause"] if args[0] == "walk" else ["-f", "json"]  # no key presses; parsed output
+            quiet = {"walk": ["--no-pause"], "worksheet": []}.get(args[0], ["-f", "json"])  # no key presses; parsed
             result = cli(*args, *quiet, input=previous)
             assert result.exit_code in (0, 1), (line, result.stderr)  # check: 1 = a slip found, as shown
             previous = result.stdout

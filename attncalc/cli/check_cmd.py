@@ -132,8 +132,6 @@ def sheet_options(ctx: typer.Context, text: str, where: str) -> dict:
     """The options a sheet's header line names (`# attncalc worksheet --example woaini …`, docs/worksheet.md).
     The command line may add options; naming one the header names with another value is refused, and so is
     another source (--example, --fixture, --model) than the header's: the sheet's printed numbers are its."""
-    from click.core import ParameterSource
-
     from attncalc.errors import InputError
     from attncalc.worksheet import SOURCES, header_options
 
@@ -145,7 +143,7 @@ def sheet_options(ctx: typer.Context, text: str, where: str) -> dict:
         if name not in ctx.params:
             raise InputError(f"{where}: header", "options check takes", f"--{name}")
         given = ctx.params[name]
-        explicit = ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+        explicit = ctx.get_parameter_source(name) == typer.core._click.core.ParameterSource.COMMANDLINE
         if name == "sets":
             given = list(given or [])
             explicit = bool(given)

@@ -31,7 +31,14 @@ EXAMPLES = {
         "attncalc generate --example woaini --strategy sample --temperature 0.8 --top-k 5 --top-p 0.9 --seed 1",
     ],
     "walk": ["attncalc walk", "attncalc walk --example wochiyu --lang zh", "attncalc walk --from softmax --to attend"],
-    "check": ["attncalc check examples/worksheets/woaini-mine.txt --example woaini"],
+    "check": [
+        "attncalc check examples/worksheets/woaini-mine.txt --example woaini",
+        "attncalc check examples/worksheets/woaini-mine.txt --example woaini --hint --lang zh",
+    ],
+    "worksheet": [
+        "attncalc worksheet --example woaini --stage softmax",
+        "attncalc worksheet --example multihead --from qkv --to attend --answers -f markdown",
+    ],
     "kvcache": ["attncalc kvcache examples/configs/llama-3-8b.json --tokens 8192"],
     "compare": ["attncalc compare --example wochiyu --left-set attention.scale=1 --right-set attention.scale=0.5"],
 }

@@ -488,7 +488,7 @@ TEXTS = {
     "hint.row_part": "{name} 的“{row}”行第 {a}–{b} 列",
     "hint.column": "{name} 的第 {col} 列",
     "hint.of_head": "{part}（第 {h} 个头）",
-    "hint.and": "和",
-    "hint.text": "{label} 的提示（{formula}）：从{parts}算起。第一步（用你自己的数）：{step}",
+    "hint.and": "和 ",
+    "hint.text": "{label} 的提示（{formula}）：从 {parts}算起。第一步（用你自己的数）：{step}",
     "sheet.labels": "行：{rows}；列：{cols}",
 }

@@ -1,0 +1,211 @@
+"""`attncalc worksheet` and what `check` makes of a sheet filled in (docs/worksheet.md): the key, the true
+numbers at 2 decimals, a blank sheet and one planted slip, for every bundled example; `check --hint`;
+the sheet's header line; --lang zh."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import attncalc
+from attncalc.inputs.examples import example_names
+from attncalc.render import worksheet as draw
+from attncalc.tolerance import rounded
+from attncalc.worksheet import build, stage_span
+
+EVERY = ["--from", "embed", "--to", "attend"]
+
+
+def sheet_of(cli, *args) -> str:
+    result = cli("worksheet", *args)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def report(cli, path, *args) -> tuple[int, dict]:
+    result = cli("check", path, "-f", "json", *args)
+    assert result.exit_code in (0, 1), result.stderr
+    return result.exit_code, json.loads(result.stdout)
+
+
+def flat(verdicts) -> list[str]:
+    return list(np.ravel(np.array(verdicts, object)))
+
+
+def filled(example: str, values) -> str:
+    """The every-stage sheet of `example`, its grids filled with `values(name, head)`."""
+    calc = attncalc.load(example, stage="attend")
+    sheet = build(calc.graph, stage_span(None, "embed", "attend"), command=f"--example {example}", answers=True)
+    for page in sheet.pages:
+        for grid in page.tasks:
+            name, _, head = grid.name.partition("[")
+            grid.values = values(calc, name, int(head[:-1]) if head else None)
+    return draw.text(sheet)
+
+
+@pytest.mark.parametrize("example", example_names())
+def test_the_key_and_the_true_numbers_at_2_decimals_are_all_correct(cli, tmp_path, example):
+    key = tmp_path / "key.txt"
+    key.write_text(sheet_of(cli, "--example", example, *EVERY, "--answers"), encoding="utf-8")
+    code, got = report(cli, key)  # no --example: the sheet's first line names it
+    assert code == 0 and got["summary"]["correct"] == got["summary"]["cells"] > 0, got["first_slip"]
+    assert set(got["tensors"]) == {n for n in attncalc.load(example, stage="attend").names}
+
+    def truth(calc, name, head):
+        value = np.asarray(calc[name], float)
+        return rounded(value if head is None else value[head], 2)[0]
+
+    true = tmp_path / "true.txt"
+    true.write_text(filled(example, truth), encoding="utf-8")
+    code, got = report(cli, true)
+    assert code == 0 and got["summary"]["correct"] == got["summary"]["cells"] == key_cells(got)
+
+
+def key_cells(got) -> int:
+    return sum(len(flat(t["verdicts"])) for t in got["tensors"].values())
+
+
+@pytest.mark.parametrize("example", example_names())
+def test_a_blank_sheet_is_all_not_attempted_and_exits_0_saying_so(cli, tmp_path, example):
+    blank = tmp_path / "blank.txt"
+    text = sheet_of(cli, "--example", example, *EVERY)
+    assert not re.search(r"^[^#\n].*\d\.\d", text, re.M)  # no number outside the comments: givens are comments
+    blank.write_text(text, encoding="utf-8")
+    result = cli("check", blank, "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    got = json.loads(result.stdout)
+    s = got["summary"]
+    assert s["not_attempted"] == s["cells"] > 0 and s["correct"] == s["slip"] == s["carried"] == 0
+    assert all(set(flat(t["verdicts"])) == {"not_attempted"} for t in got["tensors"].values())
+    assert got["next"] == "X" and "Nothing attempted yet" in result.stderr
+    table = cli("check", blank, "-f", "table")
+    assert table.exit_code == 0 and f"Nothing attempted yet ({s['cells']} blank cells): start with X." in table.stdout
+
+
+@pytest.mark.parametrize("example", example_names())
+def test_one_planted_slip_is_that_cell_and_its_carries(cli, tmp_path, example):
+    """A learner who slips once in S and carries on correctly (each later tensor worked from their own
+    numbers, at 2 decimals): that cell is the only slip, what follows from it is carried, the rest correct."""
+    calc = attncalc.load(example, stage="attend")
+    graph = attncalc.core.graph.Graph(nodes=calc.graph.nodes)
+    for name in calc.names:  # work every tensor at 2 decimals from the learner's own, S[0, 1] off by 0.3
+        node = graph.nodes[name]
+        value = rounded(np.asarray(node.op.compute(*(graph.value(i) for i in node.inputs)), float), 2)[0]
+        if name == "S":
+            value[(0,) * (value.ndim - 2) + (0, 1)] += 0.3
+        graph.give(name, value)
+    key = {n: rounded(np.asarray(calc[n], float), 2)[0] for n in calc.names}
+    path = tmp_path / "slip.txt"
+    path.write_text(filled(example, lambda _, n, h: graph.value(n) if h is None else graph.value(n)[h]))
+    code, got = report(cli, path)
+    assert code == 1 and got["first_slip"] == "S"
+    for name, t in got["tensors"].items():
+        verdicts = np.array(t["verdicts"], object)
+        mine = np.asarray(graph.value(name), float)
+        off = ~np.isclose(mine, key[name], atol=0.025) & np.isfinite(mine)
+        if name == "S":
+            slips = np.argwhere(verdicts == "slip").tolist()
+            assert slips == [[0, 0, 1] if verdicts.ndim == 3 else [0, 1]]
+            assert "carried" not in flat(t["verdicts"])
+            continue
+        assert "slip" not in flat(t["verdicts"]), name
+        assert (verdicts[off] == "carried").all(), name  # every cell the slip moved is carried …
+        if "S" not in calc.graph.upstream([name]):
+            assert set(flat(t["verdicts"])) == {"correct"}, name  # … and what it cannot reach is correct
+
+
+def test_a_partly_filled_sheet_counts_its_blanks_and_names_the_next_tensor(cli, tmp_path):
+    text = sheet_of(cli, "--example", "woaini", "--stage", "qkv", "--answers")
+    q_rows = re.search(r"^Q =\n(.*\n){4}", text, re.M).group(0)
+    partly = q_rows.replace("1.00   1.00   1.00   1.00", "1.00      _      _   1.00", 1)
+    k = text.index("K =\n")
+    text = text.replace(q_rows, partly)[: k + len(partly) - len(q_rows)] + "K =\n\nV =\n"
+    path = tmp_path / "partly.txt"
+    path.write_text(text, encoding="utf-8")
+    code, got = report(cli, path)
+    assert code == 0 and got["next"] == "Q"
+    q = got["tensors"]["Q"]
+    assert q["not_attempted"] == 2 and q["verdicts"][0] == ["correct", "not_attempted", "not_attempted", "correct"]
+    assert q["yours"][0][1] is None and q["wrong"] == 0
+    assert got["tensors"]["K"]["not_attempted"] == got["tensors"]["V"]["not_attempted"] == 12
+    assert got["summary"] == {"tensors": 3, "cells": 36, "correct": 10, "carried": 0, "slip": 0, "not_attempted": 26}
+    table = cli("check", path, "-f", "table").stdout
+    assert "Not attempted: 26; next to do: Q." in table and "10 of 10 cells correct" in table
+
+
+def test_the_header_names_the_source_and_a_different_one_is_refused(cli, tmp_path):
+    path = tmp_path / "sheet.txt"
+    path.write_text(sheet_of(cli, "--example", "wochiyu", "--stage", "softmax", "--answers", "--precision", "4"))
+    assert path.read_text().startswith("# attncalc worksheet --example wochiyu --precision 4 --stage softmax\n")
+    assert report(cli, path, "--example", "wochiyu")[0] == 0  # the same source may be named again
+    for args in (["--example", "woaini"], ["--precision", "3"], ["--fixture", path]):
+        result = cli("check", path, *args)
+        assert result.exit_code == 2 and result.stderr.count("\n") <= 2, result.stderr
+        assert f"{args[0]}: expected" in result.stderr, result.stderr
+
+
+def test_a_sheet_with_a_head_grid_per_head_reads_back_as_the_per_head_tensor(cli):
+    text = sheet_of(cli, "--example", "multihead", "--stage", "softmax")
+    assert "A[0] =" in text and "A[1] =" in text and "head 1" not in text.split("A[1] =")[1]
+    assert "S_masked[1]" in text  # the given, one grid per head
+
+
+def test_hint_names_the_cells_to_combine_and_the_first_step_from_your_numbers_not_the_answer(cli, tmp_path):
+    text = sheet_of(cli, "--example", "woaini", "--from", "qkv", "--to", "scores", "--answers")
+    s = text.index("S =\n")
+    text = text[:s] + text[s:].replace("3.04", "3.40", 1)  # S[爱, 爱]
+    path = tmp_path / "slip.txt"
+    path.write_text(text, encoding="utf-8")
+    code, got = report(cli, path, "--hint")
+    hint = got["hint"]
+    assert code == 1 and hint["label"] == "S[爱, 爱]" and hint["index"] == [1, 1]
+    assert hint["from"] == ["row 爱 of Q", "row 爱 of K"]
+    # the learner's own Q and K rows (0.43 1.77 0.43 1.77 / 1.77 0.43 1.77 0.43), not the answer (3.04)
+    assert hint["first_step"] == "0.43×1.77 + 1.77×0.43 + 0.43×1.77 + 1.77×0.43 = ?"
+    assert "3.04" not in hint["text"] and "3.0" not in hint["first_step"]
+    assert hint["text"].startswith("Hint for S[爱, 爱] (S = Q·Kᵀ): work from row 爱 of Q and row 爱 of K.")
+    zh = cli("check", path, "--hint", "--lang", "zh", "-f", "table").stdout
+    assert "S[爱, 爱] 的提示（S = Q·Kᵀ）：从 Q 的“爱”行和 K 的“爱”行算起。第一步（用你自己的数）：" in zh
+    assert "第一处失误：S。" in zh
+    assert "hint" not in report(cli, path)[1]  # only when asked
+
+
+def test_hint_on_a_softmax_cell_and_a_weight_column(cli, tmp_path):
+    text = sheet_of(cli, "--example", "wochiyu", "--stage", "qkv", "--answers")
+    q = text.index("Q =\n")
+    line = text[q:].split("\n")[2]
+    wrong = line.rsplit(" ", 1)[0] + " 9.99"
+    path = tmp_path / "q.txt"
+    path.write_text(text[:q] + text[q:].replace(line, wrong, 1), encoding="utf-8")
+    hint = report(cli, path, "--hint")[1]["hint"]
+    assert hint["from"] == ["row 我 of H", "column 1 of Wq"] and hint["first_step"].endswith(" = ?")
+    text = sheet_of(cli, "--example", "woaini", "--stage", "softmax", "--answers")
+    path.write_text(text.replace("0.33", "0.50", 1), encoding="utf-8")
+    hint = report(cli, path, "--hint")[1]["hint"]
+    assert hint["from"] == ["row 我 of S_masked"]
+    assert hint["first_step"] == "e^2.0000 / (e^2.0000 + e^2.1959 + e^1.7565)"  # no result
+
+
+def test_markdown_and_zh_sheets(cli):
+    md = sheet_of(cli, "--example", "woaini", "--stage", "scores", "-f", "markdown")
+    assert "## Stage: scores" in md and "| 我 |   |   |   |" in md and "Given Q (Q = H·Wq), at 3 decimals:" in md
+    key = sheet_of(cli, "--example", "woaini", "--stage", "scores", "-f", "markdown", "--answers")
+    assert "| 我 | 4.00 | 4.39 | 3.51 |" in key  # from Q as printed (3 decimals)
+    zh = sheet_of(cli, "--example", "woaini", "--stage", "softmax", "--lang", "zh")
+    assert "# 把每个 _ 换成你算出的数，保留 2 位小数" in zh and "# ==== 阶段：softmax ====" in zh
+    assert "已知 S_masked（S_masked：M = 1 处取 S_scaled" in zh and "保留 3 位小数：" in zh
+
+
+@pytest.mark.parametrize(
+    "args, where",
+    [
+        (["--stage", "encoder"], "--stage"),
+        (["--stage", "softmax", "--from", "qkv"], "--stage"),
+        (["--from", "attend", "--to", "qkv"], "--from/--to"),
+        (["-f", "json"], "--format"),
+    ],
+)
+def test_bad_options_are_named(cli, args, where):
+    result = cli("worksheet", *args)
+    assert result.exit_code == 2 and f"{where}: expected" in result.stderr, result.stderr
