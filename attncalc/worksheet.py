@@ -56,6 +56,7 @@ class Grid:
     cols: list[str]
     values: np.ndarray  # [rows, cols]: the given numbers, or the key
     decimals: int | None  # None: printed as written (a weight)
+    caption: str = ""  # said above it on the printed page
 
 
 @dataclass

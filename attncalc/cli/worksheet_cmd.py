@@ -87,7 +87,9 @@ def worksheet(
             calc.graph, stages, decimals=decimals, precision=precision, answers=answers, command=header_line(options)
         )
         if fmt == "html":
-            out = draw.page_html(sheet, precision, lang=calc_lang())
+            from attncalc.render.worksheet_page import page_html
+
+            out = page_html(sheet, precision, lang=calc_lang())
         else:
             out = (draw.markdown if fmt == "markdown" else draw.text)(sheet, precision)
         if output is None:
