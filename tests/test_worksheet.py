@@ -209,3 +209,13 @@ def test_markdown_and_zh_sheets(cli):
 def test_bad_options_are_named(cli, args, where):
     result = cli("worksheet", *args)
     assert result.exit_code == 2 and f"{where}: expected" in result.stderr, result.stderr
+
+
+def test_the_bundled_blank_sheet_is_what_the_command_writes(cli):
+    from pathlib import Path
+
+    bundled = Path(__file__).parent.parent / "examples" / "worksheets" / "woaini-softmax.txt"
+    assert bundled.read_text(encoding="utf-8") == sheet_of(cli, "--example", "woaini", "--stage", "softmax")
+    result = cli("check", bundled, "-f", "table", "--lang", "zh")
+    assert result.exit_code == 0 and "还没有作答（9 个格子都空着）：从 A 开始。" in result.stdout
+    assert "A: A = softmax(S_masked)，逐行计算   [3×3]   9 个未作答" in result.stdout
