@@ -117,7 +117,7 @@ def check_file(cli, tmp_path, text, *extra, encoding="utf-8"):
 
 def test_a_worksheet_with_a_byte_order_mark(cli, tmp_path):
     report = doc_or_fail(check_file(cli, tmp_path, "\ufeff" + RIGHT_Q))
-    assert report["summary"] == {"tensors": 1, "cells": 12, "correct": 12, "carried": 0, "slip": 0}
+    assert report["summary"] == {"tensors": 1, "cells": 12, "correct": 12, "carried": 0, "slip": 0, "not_attempted": 0}
     json_sheet = doc_or_fail(
         check_file(cli, tmp_path, '\ufeff{"Q": [[1, 1, 1, 1], [0.43, 1.77, 0.43, 1.77], [0.96, 0.79, 0.96, 0.79]]}')
     )
