@@ -12,8 +12,17 @@ Press et al., ALiBi (2022); Ainslie et al., GQA (2023); Hugging Face `modeling_r
 """
 
 __version__ = "0.1.0"
-__all__ = ["Calculation", "CheckReport", "Explanation", "InputError", "Tensor", "__version__", "load"]
-_API = {"load", "Calculation", "CheckReport", "Explanation", "Tensor"}
+__all__ = [
+    "Calculation",
+    "CheckReport",
+    "Explanation",
+    "InputError",
+    "Tensor",
+    "__version__",
+    "exercise_words",
+    "load",
+]
+_API = {"load", "Calculation", "CheckReport", "Explanation", "Tensor", "exercise_words"}
 
 
 def __getattr__(name: str):

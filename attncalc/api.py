@@ -29,6 +29,7 @@ def load(
     source=None,
     *,
     example: str | None = None,
+    exercise: int | str | None = None,
     fixture=None,
     set=None,  # noqa: A002 (the word the command line uses: --set)
     kind: str | None = None,
@@ -41,15 +42,18 @@ def load(
 ) -> Calculation:
     """A calculation of `source`: a bundled example's name, a fixture or pipe-document path, or a fixture
     or pipe-document dict (NumPy arrays welcome). `set` changes fixture fields ({"position.type": "rope"}
-    or ["position.type=rope"]); `stage` defaults to the deepest the fixture has. Other keywords are
+    or ["position.type=rope"]); `exercise` is a fresh exercise's seed (7) or seed and options ("7:tokens=4,heads=2",
+    docs/exercises.md); `stage` defaults to the deepest the fixture has. Other keywords are
     fields of `attncalc.inputs.session.Request` (`document`, `inline`, …)."""
     known = {f.name for f in dataclasses.fields(Request)}
     for key in request_fields:
         if key not in known or key in ("sets", "data", "stage"):
             raise TypeError(f"load() got an unexpected keyword argument {key!r}")
-    given = [x for x in (source, example, fixture, request_fields.get("document")) if x is not None]
+    given = [x for x in (source, example, exercise, fixture, request_fields.get("document")) if x is not None]
     if len(given) > 1:  # which one was meant is not ours to guess
-        raise InputError("source", "one of source, example=, fixture= or document=", f"{len(given)} of them")
+        raise InputError("source", "one of source, example=, exercise=, fixture= or document=", f"{len(given)} of them")
+    if exercise is not None:  # checked here, so that a message names the keyword
+        exercise = arguments.exercise_spec(exercise, "exercise").text()
     if stage is not None and stage not in STAGES:
         raise InputError("stage", "one of " + ", ".join(STAGES), repr(stage))
     if set is not None and not isinstance(set, (str, dict, list, tuple)):
@@ -58,6 +62,7 @@ def load(
     request = Request(
         stage=stage,
         example=example,
+        exercise=exercise,
         kind=kind,
         scale=scale,
         block=block,
@@ -70,6 +75,15 @@ def load(
         if given is not None:
             _place_source(request, given)
     return Calculation(request)
+
+
+def exercise_words(exercise) -> list[str]:
+    """The command-line words that name an exercise completely, from its seed (7), its compact text
+    ("7:tokens=4,heads=2", in any order) or its `Spec`: ["--exercise", "7:tokens=4,heads=2"] (docs/exercises.md)."""
+    from attncalc.core.exercise import Spec
+
+    spec = exercise if isinstance(exercise, Spec) else arguments.exercise_spec(exercise, "exercise")
+    return spec.words()
 
 
 def _place_source(request: Request, source) -> None:
@@ -252,6 +266,12 @@ class Calculation:
         return self.session.tokens
 
     @property
+    def exercise(self):
+        """The exercise this calculation is on (`core.exercise.Spec`: `.text()` is "7:heads=2", `.words()` the
+        command-line words ["--exercise", "7:heads=2"]), or None for any other input."""
+        return arguments.exercise_spec(self.request.exercise) if self.request.exercise else None
+
+    @property
     def warnings(self) -> list[str]:
         return self.graph.warnings
 
@@ -325,7 +345,8 @@ class Calculation:
             )
         req = self.request  # a document's fields are named under fixture. in messages, as the stage commands do
         in_document = self.session.reference is None and (
-            self.session.source == "document" or not (req.example or req.fixture or req.data is not None)
+            self.session.source == "document"
+            or not (req.example or req.exercise or req.fixture or req.data is not None)
         )
         return Model(
             self.session.fixture,

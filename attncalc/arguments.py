@@ -14,6 +14,10 @@ import math
 import operator
 from dataclasses import dataclass
 
+from attncalc.core.exercise import KINDS as EXERCISE_KINDS
+from attncalc.core.exercise import OPTIONS as EXERCISE_OPTIONS
+from attncalc.core.exercise import POSITIONS as EXERCISE_POSITIONS
+from attncalc.core.exercise import Spec
 from attncalc.core.names import MASK_KINDS
 from attncalc.errors import InputError
 from attncalc.render.formats import one_of
@@ -67,6 +71,7 @@ RULES = {
     "layer": Rule(int, lo=0),
     "head": Rule(int, lo=0),
     "example": Rule(str, nonempty=True),
+    "exercise": Rule(str, nonempty=True, what="SEED or SEED:key=value,… such as 7:tokens=4,heads=2"),
     "fixture": Rule(str, nonempty=True),
     "document": Rule(str, nonempty=True),
     "model": Rule(str, nonempty=True),
@@ -237,3 +242,53 @@ def check_head(graph, stage: str, head: int, where: str) -> None:
     if heads and head >= max(heads):
         n = max(heads)
         raise InputError(where, f"a head from 0 to {n - 1} (the block has {n} head{'s' if n > 1 else ''})", str(head))
+
+
+# an exercise's seed and options (`attncalc exercise`, `--exercise 7:tokens=4`, docs/exercises.md)
+EXERCISE_RULES = {
+    "seed": Rule(int, lo=0, hi=2**32 - 1, what="an integer from 0 to 4294967295"),
+    "tokens": Rule(int, lo=2, hi=6),
+    "d_model": Rule(int, lo=2, hi=8, what="an even number from 2 to 8"),
+    "heads": Rule(int, lo=1, hi=2, what="1 or 2"),
+    "kind": Rule(str, choices=EXERCISE_KINDS),
+    "position": Rule(str, choices=EXERCISE_POSITIONS),
+}
+
+
+def exercise(values: dict, name_of=option) -> Spec:
+    """An exercise's seed and options (values, or their text) checked one by one and then together;
+    `name_of(key)` is how messages name each (`--tokens`, or `--exercise tokens`)."""
+    checked = {k: _parse(EXERCISE_RULES[k], name_of(k), v) for k, v in values.items() if v is not None}
+    if "seed" not in checked:
+        raise InputError(name_of("seed"), EXERCISE_RULES["seed"].expected(), "nothing")
+    if checked.get("d_model", 4) % 2:
+        raise InputError(name_of("d_model"), EXERCISE_RULES["d_model"].expected(), str(checked["d_model"]))
+    spec = Spec(**checked)
+    if spec.kind == "padding" and spec.tokens < 3:
+        raise InputError(
+            name_of("tokens"), "at least 3 with kind padding (one word and the pad token leave no choice)", "2"
+        )
+    if spec.position == "rope" and spec.d_k % 2:
+        raise InputError(
+            name_of("heads"),
+            f"1 with d_model {spec.d_model} and position rope (RoPE turns pairs: d_model/heads must be even)",
+            str(spec.heads),
+        )
+    return spec
+
+
+def exercise_spec(value, where: str = "--exercise") -> Spec:
+    """The exercise a `--exercise` value names: a seed (`7`, or the int 7 in Python) or a seed and options
+    (`7:tokens=4,heads=2`, the form `Spec.text()` writes)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise InputError(where, "a seed or SEED:key=value,… such as 7:tokens=4,heads=2", found(value))
+    seed, _, rest = str(value).strip().partition(":")
+    values = {"seed": seed.strip()}
+    for item in rest.split(",") if rest.strip() else []:
+        key, eq, text = (part.strip() for part in item.partition("="))
+        key = key.replace("-", "_")
+        if not eq or key not in EXERCISE_OPTIONS[1:] or key in values:
+            what = "key=value with a key of " + ", ".join(EXERCISE_OPTIONS[1:]) + ", each once"
+            raise InputError(where, what, repr(item.strip()))
+        values[key] = text
+    return exercise(values, lambda key: f"{where} {key}")

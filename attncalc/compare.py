@@ -125,7 +125,7 @@ def compare(
         )
     stdin_text = None
     if (
-        not (req.example or req.fixture or req.document or req.model)
+        not (req.example or req.exercise or req.fixture or req.document or req.model)
         and sys.stdin is not None
         and not sys.stdin.isatty()
     ):

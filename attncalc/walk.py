@@ -120,19 +120,31 @@ def stage_range(start: str | None, end: str | None) -> tuple[int, int]:
 
 
 def open_walk(
-    example=None, fixture=None, sets=(), lang="en", start=None, end=None, precision=3, model: dict | None = None
+    example=None,
+    fixture=None,
+    sets=(),
+    lang="en",
+    start=None,
+    end=None,
+    precision=3,
+    model: dict | None = None,
+    exercise: str | None = None,
 ) -> Walk:
     """Build the deepest stage the input supports (up to --to) and the screens from --from on. `model`:
-    the real-checkpoint fields of a Request (model, text, ids)."""
+    the real-checkpoint fields of a Request (model, text, ids); `exercise`: a fresh exercise's spec."""
     lo, hi = stage_range(start, end)
     model = {k: v for k, v in (model or {}).items() if v is not None}
-    if not (example or fixture or model):
-        raise InputError("input", f"--example NAME ({', '.join(example_names())}) or --fixture FILE", "nothing")
+    if not (example or exercise or fixture or model):
+        raise InputError(
+            "input", f"--example NAME ({', '.join(example_names())}), --exercise SEED or --fixture FILE", "nothing"
+        )
     top = min(hi, len(STAGES) - 1)
     error = None
     for k in range(top, -1, -1):
         try:
-            req = Request(stage=STAGES[k], example=example, fixture=fixture, sets=list(sets), **model)
+            req = Request(
+                stage=STAGES[k], example=example, exercise=exercise, fixture=fixture, sets=list(sets), **model
+            )
             session = open_session(req)
             values = evaluate(session)
             break
@@ -148,7 +160,7 @@ def open_walk(
         values,
         [],
         lang,
-        example or fixture or session.source,
+        example or fixture or session.source,  # an exercise: "exercise 7:heads=2"
         span=(lo, hi),
         precision=precision,
         stopped=stopped,

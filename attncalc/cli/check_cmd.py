@@ -49,6 +49,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         worksheet: Worksheet,
         example: o.Example = None,
+        exercise: o.Exercise = None,
         fixture: o.FixturePath = None,
         fmt: o.format_option("check") = "auto",
         precision: o.Precision = 3,
@@ -84,17 +85,17 @@ def register(app: typer.Typer) -> None:
             source = "<stdin>" if worksheet == "-" else worksheet
             text_of_sheet = read_text(worksheet, "worksheet")
             named = sheet_options(ctx, text_of_sheet, source)
-            if worksheet == "-" and not (example or fixture or model or named):
+            if worksheet == "-" and not (example or exercise or fixture or model or named):
                 raise InputError(
                     "WORKSHEET",
                     "a file path when the model comes from standard input (or give "
-                    "--example / --fixture and pipe the worksheet)",
+                    "--example / --exercise / --fixture and pipe the worksheet)",
                     "-",
                 )
-            if not (example or fixture or model or named) and (sys.stdin is None or sys.stdin.isatty()):
+            if not (example or exercise or fixture or model or named) and (sys.stdin is None or sys.stdin.isatty()):
                 raise InputError(
                     "model",
-                    "--example NAME, --fixture FILE or a pipe document on standard input",
+                    "--example NAME, --exercise SEED, --fixture FILE or a pipe document on standard input",
                     "nothing (standard input is " + ("closed)" if sys.stdin is None else "a terminal)"),
                 )
             sheets = parse_worksheet(text_of_sheet, source)

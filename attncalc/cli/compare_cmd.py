@@ -41,6 +41,7 @@ def register(app: typer.Typer) -> None:
     def compare_cmd(
         document: o.Document = None,
         example: o.Example = None,
+        exercise: o.Exercise = None,
         fixture: o.FixturePath = None,
         stage: Stage = "attend",
         sets: RightSetMain = None,
@@ -85,6 +86,7 @@ def register(app: typer.Typer) -> None:
             req = Request(
                 stage=stage,
                 example=example,
+                exercise=exercise,
                 fixture=fixture,
                 document=document,
                 kind=kind,

@@ -160,6 +160,7 @@ def register(app) -> None:
         ctx: typer.Context,
         document: o.Document = None,
         example: o.Example = None,
+        exercise: o.Exercise = None,
         fixture: o.FixturePath = None,
         max_new_tokens: MaxNew = 10,
         strategy: Strategy = None,

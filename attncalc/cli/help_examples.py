@@ -39,6 +39,12 @@ EXAMPLES = {
         "attncalc worksheet --example woaini --stage softmax",
         "attncalc worksheet --example multihead --from qkv --to attend --answers -f markdown",
     ],
+    "exercise": [
+        "attncalc exercise --seed 7",
+        "attncalc exercise --seed 7 --tokens 4 --heads 2 --kind causal --lang zh",
+        "attncalc exercise --seed 7 -f json",
+        "attncalc walk --exercise 7:heads=2 --to attend",
+    ],
     "kvcache": ["attncalc kvcache examples/configs/llama-3-8b.json --tokens 8192"],
     "compare": ["attncalc compare --example wochiyu --left-set attention.scale=1 --right-set attention.scale=0.5"],
 }

@@ -31,6 +31,11 @@ Document = Annotated[
     Optional[str], typer.Argument(help="A pipe document or fixture (JSON); - reads stdin.", show_default=False)
 ]
 Example = optional("--example", "-e", help="A bundled example: " + ", ".join(example_names()) + ".", panel=INPUT)
+Exercise = optional(
+    "--exercise",
+    help="A fresh exercise: SEED, or SEED:tokens=4,heads=2 (attncalc exercise, docs/exercises.md).",
+    panel=INPUT,
+)
 FixturePath = optional("--fixture", help="A fixture file (JSON, docs/fixture.md).", panel=INPUT)
 
 

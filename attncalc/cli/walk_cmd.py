@@ -62,6 +62,7 @@ def register(app) -> None:
 
 def walk(
     example: o.Example = None,
+    exercise: o.Exercise = None,
     fixture: o.FixturePath = None,
     fmt: Format = "auto",
     precision: o.Precision = 3,
@@ -107,7 +108,7 @@ def walk(
         from attncalc.walk import markdown, open_walk
 
         name = example
-        if not (example or fixture or model):  # `attncalc walk` alone: the bundled example, said on stderr
+        if not (example or exercise or fixture or model):  # `attncalc walk` alone: the bundled example, said on stderr
             name = DEFAULT_EXAMPLE
             sys.stderr.write(f"attncalc: {texts.t('surprises.default_example', name=name)}\n")
         w = open_walk(
@@ -119,6 +120,7 @@ def walk(
             end,
             precision,
             model=dict(model=model, text=text, ids=ids),
+            exercise=exercise,
         )
         for message in w.session.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")

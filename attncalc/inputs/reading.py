@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from attncalc.inputs.session import Request
 
 NO_INPUT = (
-    "--example NAME, --fixture FILE, a pipe document (stdin or a path), or inline matrices such as "
+    "--example NAME, --exercise SEED, --fixture FILE, a pipe document (stdin or a path), or inline matrices such as "
     '--scores "5.1 1.0 4.3"'
 )
 
@@ -64,8 +64,10 @@ def _model(req: Request) -> Input | None:
     from attncalc.inputs.checkpoints.source import model_input
 
     fixture, source, reference = model_input(req.model, req.text, req.ids)
-    if req.example or req.fixture or req.document or req.data is not None:
-        raise InputError("--model", "one input (--model, --example, --fixture or a document)", "more than one")
+    if req.example or req.exercise or req.fixture or req.document or req.data is not None:
+        raise InputError(
+            "--model", "one input (--model, --example, --exercise, --fixture or a document)", "more than one"
+        )
     return Input(fixture, source, True, reference=reference)
 
 
@@ -73,14 +75,21 @@ def _given(req: Request) -> Input:
     """A document with tensors whose fixture has no vocab and no embedding was made from inline matrices:
     it stays a calculator (unless its fixture refers to model files: inputs/checkpoints/source.py)."""
     given = [x for x in (req.example, req.fixture, req.document) if x] + (["a dict"] if req.data is not None else [])
+    given += [f"exercise {req.exercise}"] if req.exercise else []
     if len(given) > 1:
-        raise InputError("input", "one of --example, --fixture or a document", ", ".join(given))
+        raise InputError("input", "one of --example, --exercise, --fixture or a document", ", ".join(given))
     if req.data is not None:
         is_doc = "attncalc" in req.data
         doc = document_from(req.data, "document" if is_doc else "")
         return Input(doc["fixture"], "document" if is_doc else "", True, doc if is_doc else None)
     if req.example:
         return Input(load_example(req.example), f"example {req.example}", True)
+    if req.exercise:
+        from attncalc.arguments import exercise_spec
+        from attncalc.core.exercise import make_exercise
+
+        spec = exercise_spec(req.exercise)
+        return Input(make_exercise(spec), f"exercise {spec.text()}", True)
     if req.fixture:
         doc = read_document(files.read_text(req.fixture, "fixture"), req.fixture)
         keep = doc.get("tensors") or _refers(doc["fixture"])  # a document's tensors, or the files it refers to

@@ -52,6 +52,7 @@ class Request:
     example: str | None = None
     fixture: str | None = None
     document: str | None = None
+    exercise: str | None = None  # a fresh exercise: "7" or "7:tokens=4,heads=2" (docs/exercises.md)
     inline: dict = field(default_factory=dict)  # option name → literal text
     sets: list = field(default_factory=list)
     kind: str | None = None

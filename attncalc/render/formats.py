@@ -29,6 +29,7 @@ OFFERED = {
     "walk": ("auto", "table", "markdown"),
     "examples": ("auto", "table", "json"),
     "worksheet": ("text", "markdown", "html"),
+    "exercise": ("auto", "table", "json"),
 }
 
 AUTO = {"walk": "table; markdown writes the whole walk as notes"}  # where auto means something else
