@@ -36,6 +36,7 @@ def register(app: typer.Typer) -> None:
 def worksheet(
     ctx: typer.Context,
     example: o.Example = None,
+    exercise: o.Exercise = None,
     fixture: o.FixturePath = None,
     stage: Stage = None,
     start: From = None,
@@ -63,9 +64,11 @@ def worksheet(
 
         check_choices(fmt, kind, lang, "worksheet")
         stages = stage_span(stage, start, end)
-        name = example if (example or fixture) else DEFAULT_EXAMPLE
+        name = example if (example or fixture or exercise) else DEFAULT_EXAMPLE
+        calc = Calculation(o.request(ctx, stages[-1], example=name))
         options = {
-            "--example": None if fixture else name,
+            "--example": name,
+            "--exercise": calc.exercise.text() if calc.exercise else None,  # its seed and options, in one order
             "--fixture": fixture,
             "--kind": kind,
             "--scale": scale,
@@ -78,7 +81,6 @@ def worksheet(
             "--to": end,
             "--decimals": decimals if decimals != 2 else None,
         }
-        calc = Calculation(o.request(ctx, stages[-1], example=None if fixture else name))
         for message in calc.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")
         if calc.stage != stages[-1]:
