@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attncalc import arguments, texts
+from attncalc import arguments, blanks, texts
 from attncalc import mistakes as known
 from attncalc.core.graph import Graph
 from attncalc.core.ops import Scores
@@ -105,9 +105,7 @@ def _fit(sheet: Sheet, truth: np.ndarray, name: str, head: int | None) -> tuple[
     if sheet.empty:  # `A =` with nothing under it: every cell of the model's (or the head's) not attempted
         part = truth[h] if truth.ndim == 3 and h is not None and 0 <= h < truth.shape[0] else truth
         sel = (h,) if part is not truth else ()
-        decimals, whole, blank = _blank_marks(part.shape)
-        written = np.full(part.shape, "_", object)
-        return Sheet(sheet.name, np.full(part.shape, np.nan), decimals, whole, written, sheet.where, h, blank), sel
+        return blanks.empty_as(sheet, part.shape, h), sel
     if sheet.head not in (None, 0) and truth.ndim != 3:
         raise InputError(sheet.where, f"head 0 ({name} has one head here)", f"head {sheet.head}")
     if v.shape == truth.shape:
@@ -122,48 +120,6 @@ def _fit(sheet: Sheet, truth: np.ndarray, name: str, head: int | None) -> tuple[
         f"a {'×'.join(map(str, truth.shape)) or 'single number'} tensor (the model's {name}{heads})",
         "×".join(map(str, v.shape)) or "a single number",
     )
-
-
-def _blank_marks(shape) -> tuple:
-    """(decimals, whole, blank) of cells not attempted: they count at the matrix's decimals."""
-    return np.zeros(shape, int), np.ones(shape, bool), np.ones(shape, bool)
-
-
-def _blanks(sheet: Sheet) -> np.ndarray:
-    return (
-        np.zeros(sheet.values.shape, bool) if sheet.blank is None else np.broadcast_to(sheet.blank, sheet.values.shape)
-    )
-
-
-def _unattempted(node, sheet: Sheet, sel: tuple) -> dict:
-    """The report of a tensor left wholly blank."""
-    shape = list(sheet.values.shape)
-    verdicts = np.full(sheet.values.shape, "not_attempted", object).tolist()
-    blank = np.full(sheet.values.shape, None, object).tolist()
-    return {
-        "formula": str(node.formula),
-        "shape": shape,
-        "head": sel[0] if sel else None,
-        "verdicts": verdicts,
-        "yours": blank,
-        "written": sheet.text.tolist(),
-        "tolerance": None,
-        "correct": None,
-        "from_yours": None,
-        "mistake": None,
-        "wrong": 0,
-        "not_attempted": int(np.prod(shape)),
-        "cells": [],
-    }
-
-
-def _yours(y: np.ndarray, blank: np.ndarray):
-    """Your numbers as JSON, null where you left a blank."""
-    if not blank.any():
-        return jsonable(y)
-    out = np.asarray(jsonable(y), object)
-    out[blank] = None
-    return out.tolist()
 
 
 # ---- rounding paths ------------------------------------------------------------------------------
@@ -308,7 +264,7 @@ def check(
     for n in order:
         truth = np.asarray(graph.value(n), float)
         sheet, sel = _fit(sheets[n], truth, n, head)
-        blank = _blanks(sheet)
+        blank = blanks.of(sheet)
         if blank.any():  # not attempted: the true numbers stand in (judged "not_attempted", never wrong)
             sheet = Sheet(**{**vars(sheet), "values": np.where(blank, truth[sel], sheet.values)})
         fitted[n] = sheet, sel
@@ -324,9 +280,9 @@ def check(
     counts = {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
     for name in order:
         node, (sheet, sel) = graph.nodes[name], fitted[name]
-        blank = _blanks(sheet)
+        blank = blanks.of(sheet)
         if name not in mine:
-            tensors[name] = _unattempted(node, sheet, sel)
+            tensors[name] = blanks.unattempted(node, sheet, sel)
             counts["not_attempted"] += blank.size
             continue
         y, truth = sheet.values, np.asarray(graph.value(name), float)
@@ -384,7 +340,7 @@ def check(
             "shape": list(y.shape),
             "head": sel[0] if sel else None,
             "verdicts": verdicts.tolist(),
-            "yours": _yours(y, blank),
+            "yours": blanks.yours(y, blank),
             "written": sheet.text.tolist(),
             "tolerance": np.round(half, 12).tolist(),  # no float noise (0.0124999…) in a report
             "correct": jsonable(truth[sel]),
