@@ -324,7 +324,7 @@ class Calculation:
         layer = self.request.layer
         if STAGES.index(needed) > STAGES.index(self.stage) and layer is None:  # --layer: that one
             graph = Calculation(dataclasses.replace(self.request, stage=needed)).graph
-        prefix = next((p for p in (f"enc.{layer}.", f"dec.{layer}.self.") if p + "A" in graph.nodes), "")
+        prefix = layer_prefix(graph, layer)
         head = self.session.options.get("head")
         return CheckReport(
             check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix, hint=bool(hint))
@@ -454,6 +454,13 @@ def _narrow_as_written(value) -> str:
         return "[" + ", ".join(nested(r) for r in a) + "]" if a.ndim else cell(float(a))
 
     return nested(arr)
+
+
+def layer_prefix(graph, layer: int | None) -> str:
+    """`enc.3.` (or `dec.3.self.`): what `A` means with `--layer 3`; "" without a layer."""
+    if layer is None:
+        return ""
+    return next((p for p in (f"enc.{layer}.", f"dec.{layer}.self.") if p + "A" in graph.nodes), "")
 
 
 def read_worksheet(worksheet) -> dict:

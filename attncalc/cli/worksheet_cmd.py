@@ -52,10 +52,15 @@ def worksheet(
     heads: o.Heads = None,
     kv_heads: o.KvHeads = None,
     sets: o.Set = None,
+    model: o.ModelPath = None,
+    text: o.Text = None,
+    ids: o.Ids = None,
+    layer: o.Layer = None,
+    head: o.Head = None,
     debug: o.Debug = False,
 ):
     def run():
-        from attncalc.api import Calculation
+        from attncalc.api import Calculation, layer_prefix
         from attncalc.cli.app import check_choices
         from attncalc.errors import InputError
         from attncalc.inputs.examples import DEFAULT_EXAMPLE
@@ -64,12 +69,18 @@ def worksheet(
 
         check_choices(fmt, kind, lang, "worksheet")
         stages = stage_span(stage, start, end)
-        name = example if (example or fixture or exercise) else DEFAULT_EXAMPLE
-        calc = Calculation(o.request(ctx, stages[-1], example=name))
+        o.quiet_blas_threads(model)
+        name = example if (example or fixture or exercise or model) else DEFAULT_EXAMPLE
+        calc = Calculation(o.request(ctx, stages[-1] if layer is None else "attend", example=name))  # --layer: its own
         options = {
             "--example": name,
             "--exercise": calc.exercise.text() if calc.exercise else None,  # its seed and options, in one order
             "--fixture": fixture,
+            "--model": model,
+            "--text": text,
+            "--ids": ids,
+            "--layer": layer,
+            "--head": head,
             "--kind": kind,
             "--scale": scale,
             "--heads": heads,
@@ -83,10 +94,17 @@ def worksheet(
         }
         for message in calc.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")
-        if calc.stage != stages[-1]:
+        if calc.stage != stages[-1] and layer is None:
             raise InputError("--to", f"a stage this input reaches (up to {calc.stage})", stages[-1])
         sheet = build(
-            calc.graph, stages, decimals=decimals, precision=precision, answers=answers, command=header_line(options)
+            calc.graph,
+            stages,
+            decimals=decimals,
+            precision=precision,
+            answers=answers,
+            command=header_line(options),
+            prefix=layer_prefix(calc.graph, layer),
+            head=head,
         )
         if fmt == "html":
             from attncalc.render.worksheet_page import page_html
