@@ -247,3 +247,13 @@ def test_a_real_model_layer_head_round_trips(cli, tmp_path):
     assert got["tensors"]["enc.3.A"]["head"] == 5
     wide = cli("worksheet", *model, "--stage", "qkv")
     assert wide.exit_code == 2 and "--stage: expected a stage whose grids have at most 16 columns" in wide.stderr
+
+
+def test_the_api_check_takes_blanks_and_hint():
+    calc = attncalc.load("woaini")
+    got = calc.check({"S": [[4.0, "_", None], [4.39, 3.30, 4.09], [3.51, 4.09, 3.06]]}, hint=True).to_dict()
+    assert got["summary"] == {"tensors": 1, "cells": 9, "correct": 6, "carried": 0, "slip": 1, "not_attempted": 2}
+    assert got["tensors"]["S"]["verdicts"][0] == ["correct", "not_attempted", "not_attempted"]
+    assert got["hint"]["label"] == "S[爱, 爱]" and got["next"] == "S"
+    assert got["hint"]["from"] == ["row 爱 of Q", "row 爱 of K"]
+    assert "hint" not in calc.check({"S": [[4.0, 4.39, 3.51]] * 3}).to_dict()
