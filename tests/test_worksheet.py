@@ -257,3 +257,11 @@ def test_the_api_check_takes_blanks_and_hint():
     assert got["hint"]["label"] == "S[爱, 爱]" and got["next"] == "S"
     assert got["hint"]["from"] == ["row 爱 of Q", "row 爱 of K"]
     assert "hint" not in calc.check({"S": [[4.0, 4.39, 3.51]] * 3}).to_dict()
+
+
+def test_a_sheet_piped_on_standard_input_names_its_own_model(cli):
+    key = sheet_of(cli, "--example", "wochiyu", "--stage", "mask", "--answers")
+    result = cli("check", "-", "-f", "json", input=key)
+    assert result.exit_code == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert set(got["tensors"]) == {"M", "S_masked"} and got["summary"]["correct"] == got["summary"]["cells"] == 18

@@ -83,16 +83,20 @@ def register(app: typer.Typer) -> None:
 
             check_choices(fmt, kind, lang, "check")
             source = "<stdin>" if worksheet == "-" else worksheet
+            given = example or exercise or fixture or model
+            terminal = sys.stdin is None or sys.stdin.isatty()
+            if worksheet == "-" and not given and terminal:
+                raise InputError("WORKSHEET", "a file path, or a sheet piped on standard input", "- on a terminal")
             text_of_sheet = read_text(worksheet, "worksheet")
-            named = sheet_options(ctx, text_of_sheet, source)
-            if worksheet == "-" and not (example or exercise or fixture or model or named):
+            named = sheet_options(ctx, text_of_sheet, source)  # a sheet's first line may name its model
+            if worksheet == "-" and not (given or named):
                 raise InputError(
                     "WORKSHEET",
                     "a file path when the model comes from standard input (or give "
                     "--example / --exercise / --fixture and pipe the worksheet)",
                     "-",
                 )
-            if not (example or exercise or fixture or model or named) and (sys.stdin is None or sys.stdin.isatty()):
+            if not (given or named) and terminal:
                 raise InputError(
                     "model",
                     "--example NAME, --exercise SEED, --fixture FILE or a pipe document on standard input",
