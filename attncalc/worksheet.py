@@ -141,15 +141,17 @@ def _stage_of(graph: Graph, name: str, prefix: str) -> str | None:
     return ATTENTION.get(base) or GROUPS.get(base) if base else None
 
 
-def _grids(graph: Graph, name: str, value: np.ndarray, decimals: int | None, prefix: str, head=None) -> list[Grid]:
+def _grids(
+    graph: Graph, name: str, value: np.ndarray, decimals: int | None, prefix: str, head=None, rows=None
+) -> list[Grid]:
     """A tensor as grids: one, or one per head (`S[0]`, `S[1]`; only head `head` when given), labelled by its
-    tokens and columns."""
+    tokens and columns (`rows`: labels a weight's rows have, such as the vocabulary's for E)."""
     node = graph.nodes[name]
     value = np.asarray(value, float)
     if value.ndim == 1:
         value = value[None, :] if node.cols is None or len(node.cols) == value.shape[0] else value[:, None]
     n, m = value.shape[-2:]
-    rows = node.rows if node.rows and len(node.rows) == n else [str(i) for i in range(n)]
+    rows = next((r for r in (node.rows, rows) if r and len(r) == n), [str(i) for i in range(n)])
     cols = node.cols if node.cols and len(node.cols) == m else [str(j) for j in range(m)]
     shown, formula = _shown_name(name, prefix), str(node.formula) if node.formula else ""
     if value.ndim == 2:
@@ -176,9 +178,11 @@ def build(
     command: str = "",
     prefix: str = "",
     head: int | None = None,
+    vocab: list[str] | None = None,
 ) -> Sheet:
     """The pages of a sheet over `stages` (see the module docstring); `graph` is built up to the last one.
-    With `prefix` (`enc.3.` for --layer 3) the pages are that layer's attention, with `head` one head's grids."""
+    With `prefix` (`enc.3.` for --layer 3) the pages are that layer's attention, with `head` one head's grids;
+    `vocab` labels the rows of the embedding table E."""
     names = [n for n, v in graph.nodes.items() if v.shown and not v.is_leaf]
     pages, done, key = [], set(), Graph(nodes=graph.nodes)
     for stage in stages:
@@ -189,7 +193,7 @@ def build(
                 value, d = _given_value(graph, name, precision)
                 key.give(name, value)
                 if graph.nodes[name].shown or graph.nodes[name].value is not None:
-                    page.given += _grids(graph, name, value, d, prefix, head)
+                    page.given += _grids(graph, name, value, d, prefix, head, vocab if name == "E" else None)
                 done.add(name)
         for name in tasks:  # the key: worked from the sheet's numbers, each result written at `decimals`
             node = graph.nodes[name]

@@ -105,6 +105,7 @@ def worksheet(
             command=header_line(options),
             prefix=layer_prefix(calc.graph, layer),
             head=head,
+            vocab=calc.session.fixture.get("vocab") if isinstance(calc.session.fixture, dict) else None,
         )
         if fmt == "html":
             from attncalc.render.worksheet_page import page_html
