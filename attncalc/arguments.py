@@ -268,6 +268,10 @@ def exercise(values: dict, name_of=option) -> Spec:
         raise InputError(
             name_of("tokens"), "at least 3 with kind padding (one word and the pad token leave no choice)", "2"
         )
+    if spec.heads == 2 and spec.d_model < 4:
+        raise InputError(
+            name_of("heads"), "1 with d_model 2 (two heads of one column each leave nothing to compare)", "2"
+        )
     if spec.position == "rope" and spec.d_k % 2:
         raise InputError(
             name_of("heads"),

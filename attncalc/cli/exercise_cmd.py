@@ -7,6 +7,7 @@ module parses the command line. The options are read as text and checked by thei
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Annotated
 
@@ -59,8 +60,8 @@ def register(app: typer.Typer) -> None:
             from attncalc import arguments
             from attncalc.cli.app import check_choices
             from attncalc.core.exercise import make_exercise
-            from attncalc.inputs.document import dumps
             from attncalc.render.formats import resolve
+            from attncalc.terminal import is_utf
 
             check_choices(fmt, None, lang, "exercise")
             given = dict(
@@ -69,7 +70,8 @@ def register(app: typer.Typer) -> None:
             spec = arguments.exercise(given)
             fixture = make_exercise(spec)
             if resolve(fmt) == "json":
-                sys.stdout.write(dumps(fixture) + "\n")
+                # (not inputs.document.dumps, which loads NumPy: an exercise needs none, and holds no NaN)
+                sys.stdout.write(json.dumps(fixture, ensure_ascii=not is_utf(sys.stdout)) + "\n")
                 return
             from attncalc.render.exercise_view import problem_lines
 

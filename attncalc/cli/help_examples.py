@@ -33,6 +33,7 @@ EXAMPLES = {
     "walk": ["attncalc walk", "attncalc walk --example wochiyu --lang zh", "attncalc walk --from softmax --to attend"],
     "check": [
         "attncalc check examples/worksheets/woaini-mine.txt --example woaini",
+        "attncalc check examples/worksheets/exercise-7.txt --exercise 7",
         "attncalc check examples/worksheets/woaini-mine.txt --example woaini --hint --lang zh",
     ],
     "worksheet": [

@@ -9,13 +9,24 @@ are those of core/positions.py and core/ops.py; tests/test_exercise.py checks bo
 from __future__ import annotations
 
 import functools
-from decimal import Decimal, localcontext
+from decimal import ROUND_HALF_EVEN, Context, Decimal, DivisionByZero, InvalidOperation, Overflow, localcontext
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from attncalc.core.exercise import Block, Spec
 
 PRECISION = 40
+# every setting given, none taken from the running program's decimal context (which a caller may change)
+CONTEXT = Context(
+    prec=PRECISION,
+    rounding=ROUND_HALF_EVEN,
+    Emin=-999999,
+    Emax=999999,
+    capitals=1,
+    clamp=0,
+    flags=[],
+    traps=[InvalidOperation, DivisionByZero, Overflow],
+)
 BASE = Decimal(10000)  # the sinusoidal table's base and RoPE's θ (the fixture's own values)
 # the rules' thresholds (docs/exercises.md)
 MAX_SCORE = Decimal(4)  # |S_scaled| at most this: e^x stays a number a pocket calculator shows whole
@@ -45,8 +56,7 @@ def _sin_cos(x: Decimal) -> tuple[Decimal, Decimal]:
 def _turn(pos: int, i: int, d: int) -> tuple[Decimal, Decimal]:
     """sin and cos of pos / base^(2i/d), the angle as pos·exp(−(2i/d)·ln base) (the same for every candidate:
     worked out once)."""
-    with localcontext() as ctx:
-        ctx.prec = PRECISION
+    with localcontext(CONTEXT):
         return _sin_cos(pos * (-(Decimal(2 * i) / d) * BASE.ln()).exp())
 
 
@@ -91,8 +101,7 @@ def _blocked(spec: Spec, block: Block) -> list[list[bool]]:
 
 def scores_and_weights(spec: Spec, block: Block):
     """Per head: S = Q·Kᵀ and A = softmax(S·1/√d_k) over the keys not blocked (blocked weights 0)."""
-    with localcontext() as ctx:
-        ctx.prec = PRECISION
+    with localcontext(CONTEXT):
         h = _decimal(block.x)
         if spec.position == "sinusoidal":
             pe = _sinusoidal(len(h), spec.d_model)
@@ -124,8 +133,7 @@ def broken(spec: Spec, block: Block) -> list[str]:
     n = len(block.source)
     is_pad = [tok == "<pad>" for tok in block.source]
     bad = []
-    with localcontext() as ctx:
-        ctx.prec = PRECISION
+    with localcontext(CONTEXT):
         for s, a in heads:
             if any(abs(x * scale) > MAX_SCORE for row in s for x in row):
                 bad.append("scores_small")

@@ -515,6 +515,7 @@ TEXTS = {
     "exercise.step.mask_causal": "S_masked: S_scaled with the score of every later key (j > i) set to −∞",
     "exercise.step.mask_padding": "S_masked: S_scaled with the scores of the key {pad} set to −∞",
     "exercise.step.softmax": "A = softmax of each row of {scores}",
-    "exercise.step.attend": "O = A·V (the heads' O side by side)",
+    "exercise.step.attend": "O = A·V",
+    "exercise.step.attend_heads": "O = A·V for each head, the heads' O side by side",
     "exercise.more": "Every step worked out: {walk}\nYour numbers checked: {check}\nThe fixture as JSON: {json}",
 }

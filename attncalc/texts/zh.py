@@ -515,6 +515,7 @@ TEXTS = {
     "exercise.step.mask_causal": "S_masked：把 S_scaled 中每个靠后的键（j > i）的分数换成 −∞",
     "exercise.step.mask_padding": "S_masked：把 S_scaled 中键 {pad} 的分数换成 −∞",
     "exercise.step.softmax": "A = 对 {scores} 的每一行做 softmax",
-    "exercise.step.attend": "O = A·V（各个头的 O 并排拼接）",
-    "exercise.more": "每一步的完整计算：{walk}\n检查你算的数：{check}\n这道题本身（JSON 格式的 fixture）：{json}",
+    "exercise.step.attend": "O = A·V",
+    "exercise.step.attend_heads": "每个头算 O = A·V，再把各个头的 O 并排拼接",
+    "exercise.more": "每一步的完整计算：{walk}\n检查你算的数：{check}\n这道题的数据文件：{json}",
 }
