@@ -314,9 +314,10 @@ class Calculation:
             precision=precision,
         )
 
-    def check(self, worksheet, *, tol: float | None = None, precision: int = 3) -> CheckReport:
+    def check(self, worksheet, *, tol: float | None = None, precision: int = 3, hint: bool = False) -> CheckReport:
         """Your own numbers against the model's: a dict {"S": [[…]]}, a worksheet's path or its text.
-        With `layer=N` (and `head=H`) loaded, `A` means layer N's A (and a [n, m] sheet head H of it)."""
+        With `layer=N` (and `head=H`) loaded, `A` means layer N's A (and a [n, m] sheet head H of it).
+        `hint=True` adds the report's "hint": the first wrong cell's inputs and first step (attncalc/hint.py)."""
         from attncalc import arguments
         from attncalc.check import check
 
@@ -324,7 +325,9 @@ class Calculation:
         sheets = read_worksheet(worksheet, self.fits)
         graph, prefix = self._graph_for(sheets)
         head = self.session.options.get("head")
-        return CheckReport(check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix))
+        return CheckReport(
+            check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix, hint=bool(hint))
+        )
 
     def fits(self, sheets: dict, line: int) -> None:
         """A long worksheet's tensors as far as its first `line` lines go against this model's shapes, before
@@ -343,8 +346,7 @@ class Calculation:
         layer = self.request.layer
         if STAGES.index(needed) > STAGES.index(self.stage) and layer is None:  # --layer: that one
             graph = Calculation(dataclasses.replace(self.request, stage=needed)).graph
-        prefix = next((p for p in (f"enc.{layer}.", f"dec.{layer}.self.") if p + "A" in graph.nodes), "")
-        return graph, prefix
+        return graph, layer_prefix(graph, layer)
 
     def decoder_model(self):
         """The model generation runs: weights read once, the encoder (if any) run once."""
@@ -512,6 +514,13 @@ def _narrow_as_written(value) -> str:
         return "[" + ", ".join(nested(r) for r in a) + "]" if a.ndim else cell(float(a))
 
     return nested(arr)
+
+
+def layer_prefix(graph, layer: int | None) -> str:
+    """`enc.3.` (or `dec.3.self.`): what `A` means with `--layer 3`; "" without a layer."""
+    if layer is None:
+        return ""
+    return next((p for p in (f"enc.{layer}.", f"dec.{layer}.self.") if p + "A" in graph.nodes), "")
 
 
 def read_worksheet(worksheet, fits=None) -> dict:

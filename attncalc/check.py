@@ -12,6 +12,9 @@ Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
   wrong, but a path from your own numbers gives it (`from_yours`: the step's operation on your tensors,
   the true ones where you gave none); "slip" — wrong even given your own numbers. `from_yours` is null
   for a tensor none of your tensors feed.
+- A cell left blank (`_`) is "not_attempted", neither right nor wrong: a tensor left wholly blank is
+  judged as if it were not on the sheet, a partly blank one with the true numbers in its blanks. `next`
+  names the first tensor with blanks; `hint` (with `hint=True`) the first wrong cell (attncalc/hint.py).
 - A slip is named only when a known mistake (attncalc/mistakes.py), tried along the same paths, gives
   every cell you wrote; mistakes that give the same numbers are named together.
 """
@@ -22,7 +25,7 @@ import re
 
 import numpy as np
 
-from attncalc import arguments, texts
+from attncalc import arguments, blanks, texts
 from attncalc import mistakes as known
 from attncalc.core.graph import Graph
 from attncalc.core.ops import Scores
@@ -110,13 +113,18 @@ def _fit(sheet: Sheet, truth: np.ndarray, name: str, head: int | None) -> tuple[
             where = sheet.where if sheet.head is not None else "--head"
             raise InputError(where, f"a head from 0 to {truth.shape[0] - 1}", str(h))
         return sheet, (h,)
+    if sheet.empty:  # `A =` with nothing under it: every cell of the model's (or the head's) not attempted
+        part = truth[h] if truth.ndim == 3 and h is not None and 0 <= h < truth.shape[0] else truth
+        sel = (h,) if part is not truth else ()
+        return blanks.empty_as(sheet, part.shape, h), sel
     if sheet.head not in (None, 0) and truth.ndim != 3:
         raise InputError(sheet.where, f"head 0 ({name} has one head here)", f"head {sheet.head}")
     if v.shape == truth.shape:
         return sheet, ()
     if extra > 0 and v.shape[extra:] == truth.shape and all(k == 1 for k in v.shape[:extra]):
-        shaped = [a.reshape(truth.shape) for a in (v, sheet.decimals, sheet.whole, sheet.text)]
-        return Sheet(sheet.name, *shaped, sheet.where), ()
+        marks = (sheet.blank,) if sheet.blank is not None else ()
+        shaped = [a.reshape(truth.shape) for a in (v, sheet.decimals, sheet.whole, sheet.text, *marks)]
+        return Sheet(sheet.name, *shaped[:4], sheet.where, None, *shaped[4:]), ()
     heads = ", heads first, or one head: `NAME[H] =` or --head H" if truth.ndim == 3 else ""
     raise InputError(
         sheet.where,
@@ -184,7 +192,7 @@ def _accepted(ways: Ways, cells, sel, d) -> list[list[str]]:
     return [accepted(v, int(d[idx])) for v, idx in zip(values, cells)]
 
 
-def _mistake(ways: Ways, graph: Graph, y, sel, half, slip) -> str | None:
+def _mistake(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
     """Every known mistake that gives every cell you wrote, named together, or None."""
     name, truth = ways.name, graph.value(ways.name)
     steps = {}
@@ -210,7 +218,7 @@ def _mistake(ways: Ways, graph: Graph, y, sel, half, slip) -> str | None:
         r, h = known.row_matches(y, f, half), known.head_matches(y, f, half)
         rows = r if rows is None or r is None else rows | r
         heads = h if heads is None or h is None else heads | h
-    names = list(dict.fromkeys(k for k in keys if matched[k].all()))
+    names = list(dict.fromkeys(k for k in keys if (matched[k] | blank).all()))
     if rows is not None and known.reordered(rows):
         names.append("rows")
     if not names and heads is not None and known.other_head(heads, slip):
@@ -273,6 +281,7 @@ def check(
     precision: int = 3,
     head: int | None = None,
     prefix: str = "",
+    hint: bool = False,
 ) -> dict:
     """Verdicts for every cell of every worksheet tensor, in graph order (see the module docstring)."""
     tol = arguments.check("tol", tol, cli=True)  # the option's rule (the API checks its keyword by it too)
@@ -281,17 +290,28 @@ def check(
     fitted, mine = {}, {}
     for n in order:
         truth = np.asarray(graph.value(n), float)
-        fitted[n] = _fit(sheets[n], truth, n, head)
-        sheet, sel = fitted[n]
+        sheet, sel = _fit(sheets[n], truth, n, head)
+        blank = blanks.of(sheet)
+        if blank.any():  # not attempted: the true numbers stand in (judged "not_attempted", never wrong)
+            sheet = Sheet(**{**vars(sheet), "values": np.where(blank, truth[sel], sheet.values)})
+        fitted[n] = sheet, sel
+        if blank.all():
+            continue  # a tensor left wholly blank is judged as if it were not on the sheet
         full = truth.copy() if sel else sheet.values
         if sel:
             full[sel] = sheet.values
         mine[n] = full
     yours, ok = _with(graph, mine), _with(graph, mine)
     right_of: dict[str, np.ndarray] = {}
-    tensors, first_slip, counts = {}, None, {"correct": 0, "carried": 0, "slip": 0}
+    tensors, first_slip, first_wrong = {}, None, None
+    counts = {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
     for name in order:
         node, (sheet, sel) = graph.nodes[name], fitted[name]
+        blank = blanks.of(sheet)
+        if name not in mine:
+            tensors[name] = blanks.unattempted(node, sheet, sel)
+            counts["not_attempted"] += blank.size
+            continue
         y, truth = sheet.values, np.asarray(graph.value(name), float)
         fed = bool((graph.upstream([name]) - {name}) & set(mine))
         step = _step(yours, name) if fed else None
@@ -310,12 +330,14 @@ def check(
         full_right[sel] = right
         right_of[name] = full_right
         ok.give(name, np.where(full_right, mine[name], truth))
-        verdicts = np.where(right, "correct", np.where(carried, "carried", "slip"))
+        verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
         for k in counts:
             counts[k] += int((verdicts == k).sum())
         if slip.any() and first_slip is None:
             first_slip = name
         wrong = list(map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()))
+        if wrong and first_wrong is None:
+            first_wrong = (name, sel + wrong[0])
         shown = _accepted(ways, wrong, sel, d) if ways is not None and wrong else [None] * len(wrong)
         cells = []
         for idx, ok_values in zip(wrong, shown):
@@ -338,26 +360,33 @@ def check(
         named = None
         if slip.any():
             named = _mistake(
-                ways or Ways(graph, ok, yours, mine, right_of, name, d, precision), graph, y, sel, half, slip
+                ways or Ways(graph, ok, yours, mine, right_of, name, d, precision), graph, y, sel, half, slip, blank
             )
         tensors[name] = {
             "formula": str(node.formula),
             "shape": list(y.shape),
             "head": sel[0] if sel else None,
             "verdicts": verdicts.tolist(),
-            "yours": jsonable(y),
+            "yours": blanks.yours(y, blank),
             "written": sheet.text.tolist(),
             "tolerance": np.round(half, 12).tolist(),  # no float noise (0.0124999…) in a report
             "correct": jsonable(truth[sel]),
             "from_yours": jsonable(step[sel]) if fed else None,
             "mistake": named,
             "wrong": int((~right).sum()),
+            "not_attempted": int(blank.sum()),
             "cells": cells,
         }
-    notes = [texts.t("check.note.symmetric")] if order and _symmetric(graph, order) else []
-    return {
+    notes = [texts.t("check.note.symmetric")] if mine and _symmetric(graph, list(mine)) else []
+    report = {
         "first_slip": first_slip,
+        "next": next((n for n in order if tensors[n]["not_attempted"]), None),
         "tensors": tensors,
         "notes": notes,
         "summary": {"tensors": len(order), "cells": sum(counts.values()), **counts},
     }
+    if hint:
+        from attncalc.hint import first_hint
+
+        report["hint"] = first_hint(graph, yours, first_wrong, precision) if first_wrong else None
+    return report

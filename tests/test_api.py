@@ -100,7 +100,7 @@ def test_check_gives_the_report_of_check_json(cli, tmp_path):
     report = calc.check(sheet)
     assert report.first_slip == "A"
     assert report.verdicts("A")[0, 1] == "slip" and report.verdicts("A")[0, 0] == "correct"
-    assert report.summary == {"tensors": 2, "cells": 18, "correct": 17, "carried": 0, "slip": 1}
+    assert report.summary == {"tensors": 2, "cells": 18, "correct": 17, "carried": 0, "slip": 1, "not_attempted": 0}
     assert not report.all_correct
     path = tmp_path / "sheet.json"
     path.write_text(json.dumps(sheet), encoding="utf-8")

@@ -23,7 +23,7 @@ def test_one_head_of_layer_3(cli, tmp_path):
     ok = cli("check", path, *MODEL, "--head", "5", "-f", "json")
     assert ok.exit_code == 0, ok.stderr
     report = json.loads(ok.stdout)
-    assert report["summary"] == {"tensors": 1, "cells": 25, "correct": 25, "carried": 0, "slip": 0}
+    assert report["summary"] == {"tensors": 1, "cells": 25, "correct": 25, "carried": 0, "slip": 0, "not_attempted": 0}
     assert report["tensors"]["enc.3.A"]["head"] == 5 and report["tensors"]["enc.3.A"]["shape"] == [5, 5]
     assert cli("check", path, *MODEL, "--head", "4", "-f", "json").exit_code == 1  # head 4's numbers differ
 

@@ -117,7 +117,7 @@ def check_file(cli, tmp_path, text, *extra, encoding="utf-8"):
 
 def test_a_worksheet_with_a_byte_order_mark(cli, tmp_path):
     report = doc_or_fail(check_file(cli, tmp_path, "\ufeff" + RIGHT_Q))
-    assert report["summary"] == {"tensors": 1, "cells": 12, "correct": 12, "carried": 0, "slip": 0}
+    assert report["summary"] == {"tensors": 1, "cells": 12, "correct": 12, "carried": 0, "slip": 0, "not_attempted": 0}
     json_sheet = doc_or_fail(
         check_file(cli, tmp_path, '\ufeff{"Q": [[1, 1, 1, 1], [0.43, 1.77, 0.43, 1.77], [0.96, 0.79, 0.96, 0.79]]}')
     )
@@ -261,7 +261,7 @@ def test_every_command_shows_examples_that_run(cli, name):
         previous = None
         for args in stages:
             args = [os.path.join(ROOT, a) if a.startswith("examples/") else a for a in args]
-            quiet = ["--no-pause"] if args[0] == "walk" else ["-f", "json"]  # no key presses; parsed output
+            quiet = {"walk": ["--no-pause"], "worksheet": []}.get(args[0], ["-f", "json"])  # no key presses; parsed
             result = cli(*args, *quiet, input=previous)
             assert result.exit_code in (0, 1), (line, result.stderr)  # check: 1 = a slip found, as shown
             previous = result.stdout

@@ -203,12 +203,14 @@ from attncalc.cli import (  # noqa: E402
     kvcache_cmd,
     schema_cmd,
     walk_cmd,
+    worksheet_cmd,
 )
 
 for _module in (
     generate_cmd,
     walk_cmd,
     check_cmd,
+    worksheet_cmd,
     exercise_cmd,
     kvcache_cmd,
     cost_cmd,

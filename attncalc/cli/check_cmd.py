@@ -32,6 +32,15 @@ Tol = Annotated[
         show_default=False,
     ),
 ]
+Hint = Annotated[
+    bool,
+    typer.Option(
+        "--hint",
+        help="For the first wrong cell: which cells it is made from and the first step of its arithmetic, from "
+        "your own numbers (not the answer).",
+        rich_help_panel=o.OUTPUT,
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -45,6 +54,7 @@ def register(app: typer.Typer) -> None:
         fmt: o.format_option("check") = "auto",
         precision: o.Precision = 3,
         tol: Tol = None,
+        hint: Hint = False,
         lang: o.Lang = None,
         kind: o.Kind = None,
         scale: o.Scale = None,
@@ -72,46 +82,88 @@ def register(app: typer.Typer) -> None:
             from attncalc.render.output import resolve_format
 
             check_choices(fmt, kind, lang, "check")
-            if worksheet == "-" and not (example or exercise or fixture or model):
+            source = "<stdin>" if worksheet == "-" else worksheet
+            given = example or exercise or fixture or model
+            terminal = sys.stdin is None or sys.stdin.isatty()
+            if worksheet == "-" and not given and terminal:
+                raise InputError("WORKSHEET", "a file path, or a sheet piped on standard input", "- on a terminal")
+            text_of_sheet = read_text(worksheet, "worksheet")
+            named = sheet_options(ctx, text_of_sheet, source)  # a sheet's first line may name its model
+            if worksheet == "-" and not (given or named):
                 raise InputError(
                     "WORKSHEET",
                     "a file path when the model comes from standard input (or give "
                     "--example / --exercise / --fixture and pipe the worksheet)",
                     "-",
                 )
-            if not (example or exercise or fixture or model) and (sys.stdin is None or sys.stdin.isatty()):
+            if not (given or named) and terminal:
                 raise InputError(
                     "model",
                     "--example NAME, --exercise SEED, --fixture FILE or a pipe document on standard input",
                     "nothing (standard input is " + ("closed)" if sys.stdin is None else "a terminal)"),
                 )
-            source = "<stdin>" if worksheet == "-" else worksheet
             made = {}
+            fields = {k: v for k, v in named.items() if k not in ("precision", "sets")}
 
             def calculation(sheets):  # one a stage: for a long sheet's first lines (its shapes), then the whole
-                stage = stage_for(sheets) if layer is None else "attend"  # --layer: that layer's attention
-                if stage not in made:
-                    made[stage] = Calculation(o.request(ctx, stage))
-                return made[stage]
+                depth = stage_for(sheets) if named.get("layer", layer) is None else "attend"  # --layer: its attention
+                if depth not in made:
+                    req = o.request(ctx, depth, **fields)
+                    req.sets = named.get("sets", req.sets)
+                    made[depth] = Calculation(req)
+                return made[depth]
 
-            text = read_text(worksheet, "worksheet")
-            sheets = parse_worksheet(text, source, lambda early, line: calculation(early).fits(early, line))
+            sheets = parse_worksheet(text_of_sheet, source, lambda early, line: calculation(early).fits(early, line))
             calc = calculation(sheets)
+            digits = named.get("precision", precision)
             for message in calc.graph.warnings:  # unknown fixture keys
                 sys.stderr.write(f"attncalc: warning: {message}\n")
-            report = calc.check(sheets, tol=tol, precision=precision).to_dict()
+            report = calc.check(sheets, tol=tol, precision=digits, hint=hint).to_dict()
             out = resolve_format(fmt)
             if out == "json":
                 sys.stdout.write(dumps(report) + "\n")
+                if report["summary"]["not_attempted"] == report["summary"]["cells"]:  # said on the screen too
+                    from attncalc.render.check_view import summary
+
+                    sys.stderr.write(f"attncalc: {summary(report)}\n")
             elif out == "markdown":
                 from attncalc.render.check_view import markdown
 
-                sys.stdout.write(markdown(calc.graph, report, precision) + "\n")
+                sys.stdout.write(markdown(calc.graph, report, digits) + "\n")
             else:
                 from attncalc.render.check_view import draw
 
-                draw(calc.graph, report, precision)
+                draw(calc.graph, report, digits)
             if report["summary"]["carried"] or report["summary"]["slip"]:
                 raise typer.Exit(1)
 
         o.guarded(run, debug)
+
+
+def sheet_options(ctx: typer.Context, text: str, where: str) -> dict:
+    """The options a sheet's header line names (`# attncalc worksheet --example woaini …`, docs/worksheet.md).
+    The command line may add options; naming one the header names with another value is refused, and so is
+    another source (--example, --fixture, --model) than the header's: the sheet's printed numbers are its."""
+    from attncalc.errors import InputError
+    from attncalc.worksheet import SOURCES, header_options
+
+    named = header_options(text, where)
+    if named is None:
+        return {}
+    flag = {"kv_heads": "--kv-heads", "sets": "--set"}
+    for name, value in named.items():
+        if name not in ctx.params:
+            raise InputError(f"{where}: header", "options check takes", f"--{name}")
+        given = ctx.params[name]
+        explicit = ctx.get_parameter_source(name) == typer.core._click.core.ParameterSource.COMMANDLINE
+        if name == "sets":
+            given = list(given or [])
+            explicit = bool(given)
+        if explicit and given != value:
+            option = flag.get(name, "--" + name)
+            raise InputError(option, f"{value} as the sheet's first line names it (or no {option})", str(given))
+    ours = [k for k in SOURCES if named.get(k) is not None]
+    theirs = [k for k in SOURCES if k in ctx.params and ctx.params[k] is not None and k not in ours]
+    if ours and theirs:
+        raise InputError(f"--{theirs[0]}", f"the sheet's own --{ours[0]} {named[ours[0]]} (its first line)", "both")
+    return named

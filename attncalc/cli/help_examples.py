@@ -38,6 +38,11 @@ EXAMPLES = {
     "check": [
         "attncalc check examples/worksheets/woaini-mine.txt --example woaini",
         "attncalc check examples/worksheets/exercise-7.txt --exercise 7",
+        "attncalc check examples/worksheets/woaini-mine.txt --example woaini --hint --lang zh",
+    ],
+    "worksheet": [
+        "attncalc worksheet --example woaini --stage softmax",
+        "attncalc worksheet --example multihead --from qkv --to attend --answers -f markdown",
     ],
     "exercise": [
         "attncalc exercise --seed 7",

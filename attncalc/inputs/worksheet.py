@@ -1,6 +1,7 @@
 """Worksheets (docs/worksheet.md) as people write them: a JSON object of tensors (or a pipe document's tensors),
 or plain text (`Q =` then rows, `#` comments). Each cell keeps its text, so `check` can take its
-tolerance from the decimals as written."""
+tolerance from the decimals as written. A cell left blank (`_`, an empty JSON string or null; a header with no
+rows) is "not attempted": its value is NaN and `Sheet.blank` marks it."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from attncalc.tolerance import decimals
 NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
 _FRACTION = re.compile(r"([+-]?\d+)/(\d+)")
 _NUMBER_LIKE = re.compile(r"[+-]?(?:\d|\.\d)|[+-]?(?:nan|inf)", re.IGNORECASE)  # meant as a number
+BLANK = re.compile(r"_+")  # a cell left to fill in (worksheets print `_`)
 
 
 class Literal(float):
@@ -43,6 +45,12 @@ class Sheet:
     text: np.ndarray  # object array of strings as written
     where: str
     head: int | None = None
+    blank: np.ndarray | None = None  # cells not attempted (None: every cell written); shape () for a whole empty tensor
+
+    @property
+    def empty(self) -> bool:
+        """A header with no rows: the whole tensor not attempted, its shape the model's."""
+        return self.values.size == 0
 
 
 def number_of(text: str) -> float | None:
@@ -62,12 +70,21 @@ def number_of(text: str) -> float | None:
 
 
 def is_token(cell: str) -> bool:
-    """A row or column label (a token such as 我 or ##ing): a cell not written as a number is meant as one."""
-    return not _NUMBER_LIKE.match(cell.strip().replace("−", "-")) and number_of(cell) is None
+    """A row or column label (a token such as 我 or ##ing): a cell not written as a number (nor left blank,
+    `_`) is meant as one."""
+    t = cell.strip().replace("−", "-")
+    return not _NUMBER_LIKE.match(t) and not BLANK.fullmatch(t) and number_of(cell) is None
+
+
+def is_blank(v) -> bool:
+    """A cell left to fill in: `_` (or `___`), an empty string, JSON null."""
+    return v is None or isinstance(v, str) and (not v.strip() or BLANK.fullmatch(v.strip()) is not None)
 
 
 def _cell(v, where: str):
-    """(value, text) of one worksheet cell, or InputError naming it."""
+    """(value, text) of one worksheet cell (NaN, "_" for a blank), or InputError naming it."""
+    if is_blank(v):
+        return math.nan, "_"
     if isinstance(v, str):
         x = number_of(v)
         if x is None:
@@ -111,10 +128,18 @@ def _sheet(name: str, value, where: str, head: int | None = None) -> Sheet:
     vals = np.array([c[0] for c in cells], float).reshape(shape)
     text = np.empty(len(cells), object)
     text[:] = [c[1] for c in cells]
-    parsed = [(0, False) if math.isinf(c[0]) else decimals(c[1]) for c in cells]
+    blank = np.isnan(vals)
+    # a blank counts at the matrix's decimals (as a whole number does), so it never sets them
+    parsed = [(0, False) if math.isinf(c[0]) else (0, True) if c[1] == "_" else decimals(c[1]) for c in cells]
     own = np.array([d for d, _ in parsed], int).reshape(shape)
     whole = np.array([w for _, w in parsed], bool).reshape(shape)
-    return Sheet(name, vals, own, whole, text.reshape(shape), where, head)
+    return Sheet(name, vals, own, whole, text.reshape(shape), where, head, blank if blank.any() else None)
+
+
+def _empty(name: str, where: str, head: int | None = None) -> Sheet:
+    """A tensor named with no rows under it: not attempted, in whatever shape the model's has."""
+    none = np.zeros(0)
+    return Sheet(name, none, none.astype(int), none.astype(bool), none.astype(object), where, head, np.ones((), bool))
 
 
 def _once(pairs):
@@ -306,6 +331,9 @@ def _parse_text(text: str, source: str) -> dict[str, Sheet]:
         if not one and sorted(heads) != list(range(len(heads))):
             raise InputError(f"{source}: {name}", "heads numbered 0, 1, … without gaps", str(sorted(heads)))
         blocks = [_rows(source, name, _unlabel(heads[h])) for h in sorted(heads)]
+        if all(not rows for rows in blocks):  # `A =` and nothing to fill in yet: not attempted
+            out[name] = _empty(name, f"{source}: {name}", head=next(iter(heads)) if one else None)
+            continue
         if any(not rows for rows in blocks):
             raise InputError(f"{source}: {name}", "rows of numbers after the header", "none")
         value = blocks[0] if len(blocks) == 1 else blocks

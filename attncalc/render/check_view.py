@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from attncalc.texts import t as say
 
-MARK = {"correct": "", "carried": "~", "slip": "✗"}
+MARK = {"correct": "", "carried": "~", "slip": "✗", "not_attempted": ""}  # a blank shows as written: `_`
 STYLE = {"carried": "yellow", "slip": "bold red"}
 SHOWN = 8  # wrong cells explained per tensor on screen (-f json has up to 100)
 
@@ -19,22 +19,31 @@ def either(values: list[str], lang: str | None = None) -> str:
     return say("check.accepted_sep", lang).join(values[:-1]) + say("check.accepted_or", lang) + values[-1]
 
 
+def _any_wrong(report: dict) -> bool:
+    s = report["summary"]
+    return bool(s["carried"] or s["slip"])
+
+
 def _cell_text(verdict: str, written: str) -> str:
     return MARK[verdict] + written
 
 
 def _status(t: dict) -> str:
-    n, total = t["wrong"], 1
+    n, total, blank = t["wrong"], 1, t.get("not_attempted", 0)
     for k in t["shape"]:
         total *= k
+    left = say("check.count_not_attempted", n=blank) if blank else ""
+    if blank == total:
+        return left
+    total -= blank
     if not n:
-        return say("check.all_correct", total=total)
+        return say("check.all_correct", total=total) + (say("check.list_sep") + left if left else "")
     flat = list(_flat(t["verdicts"]))
     counts = {k: flat.count(k) for k in ("slip", "carried")}
     parts = [
         say("check.count_slips" if k == "slip" and n > 1 else f"check.count_{k}", n=n) for k, n in counts.items() if n
     ]
-    return say("check.wrong_of", n=n, total=total, parts=say("check.list_sep").join(parts))
+    return say("check.wrong_of", n=n, total=total, parts=say("check.list_sep").join(parts + [left] * bool(left)))
 
 
 def _flat(x):
@@ -77,12 +86,20 @@ def _num(x) -> float:
     return float("-inf") if x == "-inf" else float(x)
 
 
-def _summary(report: dict) -> str:
+def summary(report: dict) -> str:
     s = report["summary"]
+    blank = s.get("not_attempted", 0)
+    if blank == s["cells"]:
+        return say("check.nothing_attempted", cells=blank, next=report["next"])
+    left = " " + say("check.left", n=blank, next=report["next"]) if blank else ""
+    return _verdict(report, s, blank) + left
+
+
+def _verdict(report: dict, s: dict, blank: int) -> str:
     head = say(
         "check.summary_one" if s["slip"] == 1 else "check.summary",
         correct=s["correct"],
-        cells=s["cells"],
+        cells=s["cells"] - blank,
         carried=s["carried"],
         slip=s["slip"],
     )
@@ -93,7 +110,7 @@ def _summary(report: dict) -> str:
         return head + " " + say("check.first_slip", name=report["first_slip"])
     if s["carried"]:
         return head + " " + say("check.no_slip")
-    return head + " " + say("check.well_done")
+    return head + ("" if blank else " " + say("check.well_done"))
 
 
 def draw(graph, report: dict, p: int) -> None:
@@ -106,7 +123,7 @@ def draw(graph, report: dict, p: int) -> None:
     from attncalc.render.view import views
 
     con = console()
-    if report["summary"]["cells"] != report["summary"]["correct"]:
+    if _any_wrong(report):
         con.print(say("check.legend"), markup=False, soft_wrap=True)
         con.print()
     for name, t in report["tensors"].items():
@@ -148,14 +165,16 @@ def draw(graph, report: dict, p: int) -> None:
         con.print()
     for note in report.get("notes", []):
         con.print(note, markup=False, soft_wrap=True)
-    con.print(_summary(report), style="bold", markup=False, soft_wrap=True)
+    con.print(summary(report), style="bold", markup=False, soft_wrap=True)
+    if report.get("hint"):
+        con.print(report["hint"]["text"], markup=False, soft_wrap=True)
 
 
 def markdown(graph, report: dict, p: int) -> str:
     """The same report as Markdown: a table per tensor (marks in the cells), then the arithmetic."""
     import numpy as np
 
-    parts = [say("check.legend"), ""] if report["summary"]["cells"] != report["summary"]["correct"] else []
+    parts = [say("check.legend"), ""] if _any_wrong(report) else []
     for name, t in report["tensors"].items():
         node = graph.node(name)
         parts.append(f"### {name}: {t['formula'] or name}{_head(t)} — {_status(t)}")
@@ -180,5 +199,7 @@ def markdown(graph, report: dict, p: int) -> str:
             parts += ["", "```"] + [line for cell in t["cells"] for line in _explain(cell, p)] + ["```"]
         parts.append("")
     parts += [note + "\n" for note in report.get("notes", [])]
-    parts.append(_summary(report))
+    parts.append(summary(report))
+    if report.get("hint"):
+        parts += ["", report["hint"]["text"]]
     return "\n".join(parts)

@@ -15,8 +15,10 @@ FORMATS = {
     "json": "one strict JSON document",
     "markdown": "tables and the arithmetic for notes",
     "latex": "matrices and the arithmetic for a paper",
+    "text": "the plain-text sheet check reads back",
+    "html": "a printable page per stage",
 }
-EVERY = tuple(FORMATS)
+EVERY = tuple(f for f in FORMATS if f not in ("text", "html"))  # every format of a stage (a sheet's are its own)
 OFFERED = {
     "stage": EVERY,
     "generate": EVERY,
@@ -26,6 +28,7 @@ OFFERED = {
     "compare": ("auto", "table", "json", "markdown"),
     "walk": ("auto", "table", "markdown"),
     "examples": ("auto", "table", "json"),
+    "worksheet": ("text", "markdown", "html"),
     "exercise": ("auto", "table", "json"),
 }
 
