@@ -46,7 +46,7 @@ def test_a_planted_slip_in_dA_is_one_slip_and_the_dS_it_feeds_carried():
     expected_ds[1, :] = "carried"
     np.testing.assert_array_equal(report.verdicts(DS), expected_ds)
     assert report.first_slip == DA
-    assert report.summary == {"tensors": 2, "cells": 24, "correct": 20, "carried": 3, "slip": 1}
+    assert report.summary == {"tensors": 2, "cells": 24, "correct": 20, "carried": 3, "slip": 1, "not_attempted": 0}
     cell = next(c for c in report.to_dict()["tensors"][DA]["cells"] if c["verdict"] == "slip")
     assert cell["index"] == [1, 2] and cell["written"] == "-0.01162"
     assert float(cell["correct"]) == pytest.approx(float(graph.value(DA)[1, 2]), abs=1e-15)
