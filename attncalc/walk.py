@@ -17,7 +17,7 @@ import numpy as np
 
 from attncalc import texts
 from attncalc.core.graph import STAGES
-from attncalc.core.layer_ops import Activation, RMSNorm, SwiGLU
+from attncalc.core.layer_ops import Activation, GeGLU, RMSNorm, SwiGLU
 from attncalc.core.ops import Affine, Identity, Scores
 from attncalc.core.position_ops import MaskMatrix
 from attncalc.errors import InputError
@@ -53,6 +53,10 @@ GROUPS = {
     "probs": "output",
     "nll": "loss",
     "loss": "loss",
+    "Q_norm": "qk_norm",  # Gemma 3: QK-norm, and each sublayer's output normed (the sandwich)
+    "K_norm": "qk_norm",
+    "Z_post": "postnorm",
+    "F_post": "postnorm",
 }
 
 
@@ -369,7 +373,7 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         elif about == "pe" and position == "learned":
             about = "pe_learned"
         elif about == "norm" and isinstance(node.op, RMSNorm):
-            about = "rmsnorm"
+            about = "rmsnorm_gemma" if node.op.offset else "rmsnorm"
         elif about == "out":
             about = name
         elif about == "Z" and isinstance(node.op, Identity):
@@ -377,7 +381,7 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         elif about == "norm" and group == "pe":
             keys.append("embed_norm")
         if isinstance(node.op, MaskMatrix):
-            kinds = [f"mask_{k}" for k in node.op.kind.split("+")]
+            kinds = [f"mask_{k}" for k in node.op.kind.split("+")] + ["mask_window"] * (node.op.window is not None)
             if layered:  # the layer's attention repeats the steps above: say only what differs
                 keys += [k for k in kinds if k != "mask_none" or prefix.startswith("enc")]
                 continue
@@ -386,7 +390,7 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         if layered and group in ("qkv", "rope", "weights") or layered and about == "Z":
             continue
         if isinstance(node.op, SwiGLU):
-            keys.append("swiglu")
+            keys.append("geglu" if isinstance(node.op, GeGLU) else "swiglu")
         if isinstance(node.op, Activation) and node.op.fn in ("gelu", "gelu_tanh"):
             keys.append(node.op.fn)
         if isinstance(node.op, Affine) and node.op.transpose:
@@ -405,6 +409,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         keys.append(group)
     if group.startswith("prenorm"):
         keys.append("prenorm")
+    if group == "postnorm":
+        keys.append("postnorm")
     if group == "loss" and "enc_out" not in g.nodes:
         keys.append("loss_prompt")
     if encoder_only(session):  # no decoder reads enc_out

@@ -470,4 +470,18 @@ TEXTS = {
     "gen.brief_top": "top {n}: {probs}",
     "gen.brief_full": "Each step's full tables (every layer's q, K, V, weights; all probabilities): add --full.",
     "gen.brief_done": "Generated text:",
+    # gemma (issue 23): Gemma 3's steps: QK-norm, the sandwich norm, (1 + γ), GeGLU, the sliding window
+    "title.qk_norm": "QK-norm: each head's queries and keys normalised",
+    "title.postnorm": "Norm after the sublayer (sandwich norm)",
+    "why.qk_norm": "QK-norm (Gemma 3, OLMo 2, Qwen3): before RoPE, each head's part of every row of Q and of K is divided by its root mean square and scaled by learned weights, one per column of a head. A score can then no longer grow just because a query or a key grew long, so no score runs away and saturates the softmax, which keeps training stable.",
+    "why.postnorm": "Sandwich norm (Gemma 2 and 3): the sublayer's output is normalised again before the residual adds it, x + Norm(sublayer(Norm(x))). What each sublayer adds to the residual stream stays in a steady range, however large its own output grows.",
+    "why.rmsnorm_gemma": "Gemma's RMSNorm: each row is divided by its root mean square and multiplied by (1 + γ), not by γ. The weights are kept as their distance from 1, so γ = 0 leaves the normalised row as it is.",
+    "why.geglu": "GeGLU (Gemma): two projections; gelu_tanh(x·W1) acts as a gate on x·W3, element by element. It is SwiGLU's scheme with the tanh GELU in place of silu.",
+    "why.mask_window": "Sliding window (Gemma 3's local layers, Mistral): on top of the causal mask, the query at position p sees only the last W keys, p − W < j ≤ p, itself included (W is in the title of M). Older keys are blocked, so such a layer computes and caches at most W keys per query however long the text is; the global layers between them still see every key, and carry information further.",
+    "formula.M_window": "M: {kind}, sliding window of {window} keys (1 = may look)",
+    "formula.qk_norm": "{formula}, each head's columns on their own",
+    "formula.angles_own": "this layer's own RoPE base {theta}: {angles}",
+    "note.qk_norm_cell": "column {c} of head {head}: mean(x²) is taken over this head's columns only",
+    "note.blocked_window": "key {k} is {back} positions before query {q}: outside the sliding window of {window} keys",
+    "note.visible_window": "{kind}, sliding window of {window} keys: query {q} may look at key {k} ({back} back)",
 }

@@ -470,4 +470,18 @@ TEXTS = {
     "gen.brief_top": "概率最高的 {n} 个：{probs}",
     "gen.brief_full": "要看每一步的完整表格（每层的 q、K、V、权重，以及全部概率），请加上 --full。",
     "gen.brief_done": "生成的文本：",
+    # gemma (issue 23): Gemma 3's steps: QK-norm, the sandwich norm, (1 + γ), GeGLU, the sliding window
+    "title.qk_norm": "QK 归一化：每个头的查询和键各自归一化",
+    "title.postnorm": "子层之后的归一化（三明治归一化）",
+    "why.qk_norm": "QK 归一化（Gemma 3、OLMo 2、Qwen3）：在 RoPE 之前，Q 和 K 每一行中属于每个头的那一部分各自除以其均方根，再乘以学到的权重（头里的每一列一个）。这样，分数不会只因为查询或键变长而变大，不会有分数失控、让 softmax 饱和，训练因此保持稳定。",
+    "why.postnorm": "三明治归一化（Gemma 2 和 3）：子层的输出在残差相加之前再归一化一次，x + Norm(sublayer(Norm(x)))。无论子层自身的输出变得多大，它加到残差流上的量都保持在稳定的范围内。",
+    "why.rmsnorm_gemma": "Gemma 的 RMSNorm：每一行除以其均方根，再乘以 (1 + γ)，而不是 γ。权重存的是它与 1 的差，所以 γ = 0 时，归一化后的行保持不变。",
+    "why.geglu": "GeGLU（Gemma）：两个投影；gelu_tanh(x·W1) 逐元素地作为 x·W3 的门控。做法与 SwiGLU 相同，只是用 tanh 近似的 GELU 代替了 silu。",
+    "why.mask_window": "滑动窗口（Gemma 3 的局部层、Mistral）：在因果掩码之上，位置 p 的查询只能看到最近的 W 个键，即 p − W < j ≤ p，包括它自己（W 写在 M 的标题里）。更早的键被屏蔽，所以无论文本多长，这样的层每个查询最多计算并缓存 W 个键；穿插其间的全局层仍然能看到所有的键，把信息传得更远。",
+    "formula.M_window": "M：{kind}，{window} 个键的滑动窗口（1 = 可以关注）",
+    "formula.qk_norm": "{formula}，每个头的列各自归一化",
+    "formula.angles_own": "本层自己的 RoPE 底数 {theta}：{angles}",
+    "note.qk_norm_cell": "第 {head} 个头的第 {c} 列：mean(x²) 只在这个头的列上计算",
+    "note.blocked_window": "键 {k} 在查询 {q} 之前 {back} 个位置：在 {window} 个键的滑动窗口之外",
+    "note.visible_window": "{kind}，{window} 个键的滑动窗口：查询 {q} 可以关注键 {k}（往前 {back} 个）",
 }

@@ -95,7 +95,7 @@ class SafetensorsFiles:
         return Lazy(lambda: file.array(name), file.entries[name].shape, name)
 
 
-GGUF_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K")
+GGUF_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4_K", "Q5_K", "Q6_K")
 
 
 class GGUFFile:

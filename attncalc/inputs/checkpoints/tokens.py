@@ -202,6 +202,8 @@ def from_gguf(gguf_file) -> TextTokenizer | None:
     (SentencePiece's "llama") labels the ids and is refused only for --text."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
+    from attncalc.inputs.checkpoints import sentencepiece
+
     if gguf_file.meta("tokenizer.ggml.tokens") is None:
         return None
     tokens = _meta_list(gguf_file, "tokenizer.ggml.tokens", str)
@@ -210,6 +212,8 @@ def from_gguf(gguf_file) -> TextTokenizer | None:
     types = _meta_list(gguf_file, "tokenizer.ggml.token_type", int)
     special = {t for t, k in zip(tokens, types) if k == CONTROL}
     refusal = None
+    if kind == "llama" and gguf_file.meta("general.architecture") in sentencepiece.ARCHITECTURES:
+        return sentencepiece.gemma(gguf_file, tokens, types, special, TextTokenizer)
     if kind != "gpt2":
         refusal = InputError(
             f"{gguf_file.path}: tokenizer.ggml.model", "gpt2 (a byte-level BPE) for --text", repr(kind)
