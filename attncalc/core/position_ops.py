@@ -111,7 +111,9 @@ class MaskMatrix(Op):
     def _visible(self, i, j, before) -> Note:
         if self.window is None:
             return Note("note.visible_to", kind=Note("mask." + self.kind), q=i, k=j)
-        return Note("note.visible_window", kind=Note("mask." + self.kind), q=i, k=j, back=i + before - j, window=self.window)
+        return Note(
+            "note.visible_window", kind=Note("mask." + self.kind), q=i, k=j, back=i + before - j, window=self.window
+        )
 
     def operands(self, shapes, idx):
         return []  # the positions (and pad tokens) decide: the scores only give the size

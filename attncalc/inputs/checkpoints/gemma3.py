@@ -49,7 +49,7 @@ GGUF = {
 
 
 def layer_kinds(fields, count: int) -> list[str]:
-    """"sliding_attention" or "full_attention" for each layer: the config's layer_types, else the pattern."""
+    """ "sliding_attention" or "full_attention" for each layer: the config's layer_types, else the pattern."""
     kinds = fields.get("layer_types")
     if kinds is None:
         pattern = fields.whole("sliding_window_pattern", default=PATTERN)
