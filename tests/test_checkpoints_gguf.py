@@ -15,7 +15,7 @@ from attncalc.errors import InputError  # noqa: E402
 from attncalc.inputs.checkpoints.tensors import GGUF_TYPES, GGUFFile  # noqa: E402
 
 Q = gguf.GGMLQuantizationType
-QUANTISED_BY_GGUF = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
+QUANTISED_BY_GGUF = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0")
 # K-quants gguf cannot quantise: random blocks in their byte layout, their f16 scales made finite.
 # (offset of each f16 scale in the block, block bytes): Q4_K/Q5_K start with d, dmin; Q6_K ends with d.
 K_SCALES = {"Q4_K": ((0, 2), 144), "Q5_K": ((0, 2), 176), "Q6_K": ((208,), 210)}
@@ -63,9 +63,9 @@ def test_every_supported_type_reads_back_as_gguf_dequantises_it(kind, tmp_path):
 
 
 def test_an_unsupported_tensor_type_exits_2_naming_it(tmp_path):
-    x = np.random.default_rng(1).normal(size=(2, 64)).astype(np.float32)
-    path = write(tmp_path / "t.gguf", {"w": (quantize(x, Q.Q5_0), Q.Q5_0)})
-    with pytest.raises(InputError, match="Q5_0"):
+    x = np.random.default_rng(1).normal(size=(2, 256)).astype(np.float32)  # TQ2_0 blocks hold 256 values
+    path = write(tmp_path / "t.gguf", {"w": (quantize(x, Q.TQ2_0), Q.TQ2_0)})
+    with pytest.raises(InputError, match="TQ2_0"):
         GGUFFile(path).get("w")
 
 

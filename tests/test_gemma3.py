@@ -274,7 +274,7 @@ def test_a_cell_of_a_sliding_layers_attention_weights_recomputes(cli, gemma_path
     assert np.array(d["tensors"]["dec.0.self.A"])[2, 5].sum() == pytest.approx(1, abs=1e-12)
     window = "decoder.layers[0].self_attention.window=2"  # the window made short enough to block keys here
     d = doc(cli(*args, "--set", window, "--cell", "dec.0.self.M:5,3", "--only", "dec.0.self.A"))
-    assert d["cell"]["value"] == 0 and "outside the sliding window of 2 keys" in d["cell"]["note"]
+    assert d["cell"]["value"] == 0 and "outside the sliding window of 2 keys" in d["cell"]["lines"][-1]
     a = np.array(d["tensors"]["dec.0.self.A"])
     assert (a[:, 5, :4] == 0).all() and a[:, 5, 4:].sum(-1) == pytest.approx(1, abs=1e-12)
 
