@@ -309,7 +309,8 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
     else:
         key = re.sub(r"\d$", "", group) + ("_only" if group == "input" and "enc_out" not in g.nodes else "")
     heading = texts.title(key, lang)
-    ctx = layer_context(prefix, group, lang)
+    mask = g.nodes.get(f"{prefix}.M")
+    ctx = layer_context(prefix, group, lang, getattr(mask.op, "window", None) if mask is not None else None)
     weights = []
     for node in nodes if not same else []:
         for i in node.inputs:
@@ -334,13 +335,16 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
     )
 
 
-def layer_context(prefix: str, group: str, lang: str) -> str:
+def layer_context(prefix: str, group: str, lang: str, window: int | None = None) -> str:
     parts = prefix.split(".")
     if parts[0] not in ("enc", "dec") or len(parts) < 2:
         return ""
     out = texts.context(parts[0], lang, i=parts[1])
     if len(parts) > 2:
-        return f"{out} · {texts.context(parts[2], lang)}"
+        block = texts.context(parts[2], lang)
+        if window is not None:  # Gemma 3's local layers: said in the title, as the global ones' plain name
+            block = texts.context("sliding", lang, block=block, window=window)
+        return f"{out} · {block}"
     if group in ("qkv", "rope", "weights", "attend"):
         return f"{out} · {texts.context('attn', lang)}"
     return out

@@ -134,7 +134,10 @@ def gemma3(runs: int) -> None:
     rows = []
     for k in range(runs):  # interleaved: each run of one beside a run of the other, on the same machine load
         rows.append(
-            (measure(ours + ["10", "-f", "json"], 1), measure([sys.executable, "-c", HF_LLM, path, TEXT_LLM], 1))
+            (
+                measure(ours + ["10", "-f", "json", "--only", "logits"], 1),
+                measure([sys.executable, "-c", HF_LLM, path, TEXT_LLM], 1),
+            )
         )
         print(
             f"run {k + 1}: attncalc {rows[-1][0][0]:.1f} s {rows[-1][0][1]:.0f} MB, transformers "

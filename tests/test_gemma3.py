@@ -179,9 +179,10 @@ def test_the_tiny_gemma3_walk_names_its_steps(cli, tiny):
     assert r.exit_code == 0, r.output
     out = " ".join(r.output.split())
     for words in (
-        "QK-norm: each head's queries and keys normalised",
-        "Norm after the sublayer (sandwich norm)",
-        "sliding window of 2 keys",
+        "Decoder layer 0 · masked self-attention, sliding window of 2 keys · QK-norm: each head's queries and keys",
+        "Decoder layer 2 · masked self-attention · QK-norm",
+        "Decoder layer 1 · Norm after the sublayer (sandwich norm)",
+        "M: causal mask, sliding window of 2 keys",
         "this layer's own RoPE base 7",
         "GeGLU (Gemma)",
         "multiplied by (1 + γ)",
@@ -293,9 +294,10 @@ def test_walk_on_gemma3_is_titled_in_words(cli, gemma_path):
     assert r.exit_code == 0, r.output
     out = " ".join(r.output.split())
     for words in (
-        "Decoder layer 0 · masked self-attention · QK-norm: each head's queries and keys normalised",
-        "Decoder layer 0 · masked self-attention · Norm after the sublayer (sandwich norm)",
-        "sliding window of 512 keys",
+        "Decoder layer 0 · masked self-attention, sliding window of 512 keys · QK-norm: each head's queries and keys",
+        "Decoder layer 0 · masked self-attention, sliding window of 512 keys · Norm after the sublayer (sandwich",
+        "Decoder layer 0 · Norm after the sublayer (sandwich norm)",
+        "Decoder layer 5 · masked self-attention · Q, K, V",
         "Decoder layer 17 · masked self-attention · Q, K, V",
         "X = E[token] × √640",
     ):

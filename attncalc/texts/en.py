@@ -471,6 +471,7 @@ TEXTS = {
     "gen.brief_full": "Each step's full tables (every layer's q, K, V, weights; all probabilities): add --full.",
     "gen.brief_done": "Generated text:",
     # gemma (issue 23): Gemma 3's steps: QK-norm, the sandwich norm, (1 + γ), GeGLU, the sliding window
+    "context.sliding": "{block}, sliding window of {window} keys",
     "title.qk_norm": "QK-norm: each head's queries and keys normalised",
     "title.postnorm": "Norm after the sublayer (sandwich norm)",
     "why.qk_norm": "QK-norm (Gemma 3, OLMo 2, Qwen3): before RoPE, each head's part of every row of Q and of K is divided by its root mean square and scaled by learned weights, one per column of a head. A score can then no longer grow just because a query or a key grew long, so no score runs away and saturates the softmax, which keeps training stable.",

@@ -471,6 +471,7 @@ TEXTS = {
     "gen.brief_full": "要看每一步的完整表格（每层的 q、K、V、权重，以及全部概率），请加上 --full。",
     "gen.brief_done": "生成的文本：",
     # gemma (issue 23): Gemma 3's steps: QK-norm, the sandwich norm, (1 + γ), GeGLU, the sliding window
+    "context.sliding": "{block}，{window} 个键的滑动窗口",
     "title.qk_norm": "QK 归一化：每个头的查询和键各自归一化",
     "title.postnorm": "子层之后的归一化（三明治归一化）",
     "why.qk_norm": "QK 归一化（Gemma 3、OLMo 2、Qwen3）：在 RoPE 之前，Q 和 K 每一行中属于每个头的那一部分各自除以其均方根，再乘以学到的权重（头里的每一列一个）。这样，分数不会只因为查询或键变长而变大，不会有分数失控、让 softmax 饱和，训练因此保持稳定。",
