@@ -303,5 +303,5 @@ def test_walk_on_gemma3_is_titled_in_words(cli, gemma_path):
     ):
         assert words in out, words
     assert "sliding window" not in out.split("Decoder layer 5 ·", 1)[1].split("Decoder layer 6 ·", 1)[0]
-    assert len(r.output) < 2_000_000
+    assert len(r.output) < 15_000_000  # 228 screens; a worked cell of F = U_act·W2 writes out 2048 products
     json.dumps(out)  # plain text
