@@ -305,3 +305,13 @@ def test_walk_on_gemma3_is_titled_in_words(cli, gemma_path):
     assert "sliding window" not in out.split("Decoder layer 5 ·", 1)[1].split("Decoder layer 6 ·", 1)[0]
     assert len(r.output) < 15_000_000  # 228 screens; a worked cell of F = U_act·W2 writes out 2048 products
     json.dumps(out)  # plain text
+
+
+@need_gemma
+def test_cost_and_kvcache_read_the_gemma3_gguf(cli, gemma_path):
+    gguf = pytest.importorskip("gguf")
+    stored = sum(int(np.prod(t.shape)) for t in gguf.GGUFReader(gemma_path).tensors)
+    cost = doc(cli("cost", gemma_path, "--prompt", "512", "--generate", "128", "--bandwidth", "50", "--flops", "1"))
+    assert cost["params"] == stored == 268_098_176  # 4 norms and QK-norm per layer, the output tied
+    kv = doc(cli("kvcache", gemma_path, "--tokens", "4096", "-f", "json"))
+    assert (kv["terms"]["full_layers"], kv["terms"]["sliding_layers"], kv["terms"]["sliding_window"]) == (3, 15, 512)
