@@ -10,25 +10,10 @@ from __future__ import annotations
 from attncalc.errors import InputError, describe
 from attncalc.kvcache import is_encoder_only
 
-GATED = (
-    "llama",
-    "mistral",
-    "qwen2",
-    "qwen3",
-    "gemma",
-    "gemma2",
-    "gemma3",
-    "gemma3_text",
-    "granite",
-)  # gate/up/down MLP, RMSNorm
+# gate/up/down MLP, RMSNorm
+GATED = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "granite")
 MOE = ("mixtral", "qwen2_moe", "qwen3_moe")  # the gated MLP as E experts, k of them per token, and a router
-TIED_BY_DEFAULT = (
-    "gemma",
-    "gemma2",
-    "gemma3",
-    "gemma3_text",
-    "gpt2",
-)  # transformers' config default tie_word_embeddings=True
+TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text", "gpt2")  # transformers' default tie_word_embeddings
 QKV_BIAS_ALWAYS = ("qwen2", "qwen2_moe")  # Qwen2Attention, Qwen2MoeAttention: q, k, v with bias, o without
 
 
