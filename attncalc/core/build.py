@@ -252,7 +252,7 @@ class Builder:
                 about="scale",
             )
         )
-        window = steps.window(fx, path) if self_attention else None
+        window = steps.window(fx, path) if self_attention and "causal" in kind else None  # on top of the causal mask
         mm = MaskMatrix(kind, key_is_pad, q_labels, k_labels, window)
         g.add(
             Node(
