@@ -10,9 +10,10 @@ from __future__ import annotations
 from attncalc.errors import InputError, describe
 from attncalc.kvcache import is_encoder_only
 
-GATED = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "granite")  # gate/up/down MLP, RMSNorm
+# gate/up/down MLP, RMSNorm
+GATED = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "granite")
 MOE = ("mixtral", "qwen2_moe", "qwen3_moe")  # the gated MLP as E experts, k of them per token, and a router
-TIED_BY_DEFAULT = ("gemma", "gemma2", "gpt2")  # transformers' config default tie_word_embeddings=True
+TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text", "gpt2")  # transformers' default tie_word_embeddings
 QKV_BIAS_ALWAYS = ("qwen2", "qwen2_moe")  # Qwen2Attention, Qwen2MoeAttention: q, k, v with bias, o without
 
 
@@ -119,9 +120,9 @@ def _gated(cfg: dict, at: str, model_type: str):
             _linear("up_proj", d, inner, mlp_bias),
             _linear("down_proj", inner, d, mlp_bias),
         ]
-    norms = 4 if model_type == "gemma2" else 2  # Gemma-2 adds pre/post-feedforward norms
+    norms = 4 if model_type.startswith(("gemma2", "gemma3")) else 2  # Gemma 2 and 3 add post-sublayer norms
     per_layer.append(_term(f"{norms} RMSNorm γ", norms * d, f"{norms} × {d}", matmul=False, per_layer=True))
-    if model_type in ("qwen3", "qwen3_moe"):
+    if model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):  # QK-norm
         per_layer.append(_term("q_norm, k_norm γ", 2 * head_dim, f"2 × {head_dim}", matmul=False, per_layer=True))
     tied = cfg.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT) is True
     if tied:

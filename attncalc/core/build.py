@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attncalc.core import positions
+from attncalc.core import build_attention as steps
 from attncalc.core.build_embedding import embedding_extras
 from attncalc.core.expansion import Note
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import Graph, Node
 from attncalc.core.ops import Add, Affine, Attend, Identity, Lookup, Mask, Scale, Scores, Softmax
-from attncalc.core.position_ops import Alibi, Angles, MaskMatrix, Rope, Sinusoidal
+from attncalc.core.position_ops import Alibi, MaskMatrix, Sinusoidal
 from attncalc.errors import InputError
 
 POSITION_TYPES = ("sinusoidal", "learned", "rope", "alibi", "none")
@@ -58,13 +58,14 @@ class Builder:
         ids = [vocab.index(t) for t in tokens]
         g.leaf("E", fx.array("embedding", (len(vocab) or None, self.d)), "embedding")
         scale = fx.number("embed_scale", 1.0)
+        text = f"√{self.d}" if self.d and scale == math.sqrt(self.d) else f"{scale:g}"  # Gemma: × √d_model
         g.add(
             Node(
                 prefix + "X",
-                op=Lookup(ids, tokens, "E", scale),
+                op=Lookup(ids, tokens, "E", scale, text),
                 inputs=("E",),
                 stage=stage,
-                formula="X = E[token]" + (f" × {scale:g}" if scale != 1 else ""),
+                formula="X = E[token]" + (f" × {text}" if scale != 1 else ""),
                 rows=tokens,
                 cols=dim_labels(self.d or 0),
                 about="embed",
@@ -204,8 +205,10 @@ class Builder:
                 )
             )
         q, k = qkv["Q"], qkv["K"]
+        if fx.has(f"{path}.q_norm") or fx.has(f"{path}.k_norm"):  # QK-norm (Gemma 3): before RoPE
+            q, k = steps.qk_norm(self, path, prefix, q, k, (h, kv), q_labels, k_labels, st["qkv"])
         if self.position == "rope" and self_attention:
-            q, k = self.rope(prefix, q, k, h, kv, dk, q_labels, k_labels, st["qkv"])
+            q, k = steps.rope(self, path, prefix, q, k, h, kv, dk, q_labels, k_labels, st["qkv"])
         v = qkv["V"]
         if self.extend_kv is not None and self_attention:  # the keys and values of earlier steps come first
             k, v, k_labels = self.extend_kv(prefix, k, v, k_labels)
@@ -221,9 +224,7 @@ class Builder:
                 about="S",
             )
         )
-        scale = self.opts.scale if self.opts.scale is not None else fx.number(f"{path}.scale", None, positive=True)
-        text = f"{scale:g}" if scale is not None else f"1/√{dk}"
-        scale = scale if scale is not None else 1 / math.sqrt(dk or 1)
+        scale, text = steps.scale(fx, self.opts, path, dk)
         scaled_in = (prefix + "S",)
         if self.position == "alibi" and self_attention:
             g.add(
@@ -251,14 +252,15 @@ class Builder:
                 about="scale",
             )
         )
-        mm = MaskMatrix(kind, key_is_pad, q_labels, k_labels)
+        window = steps.window(fx, path) if self_attention and "causal" in kind else None  # on top of the causal mask
+        mm = MaskMatrix(kind, key_is_pad, q_labels, k_labels, window)
         g.add(
             Node(
                 prefix + "M",
                 op=mm,
                 inputs=(prefix + "S_scaled",),
                 stage=st["mask"],
-                formula=Note("formula.M", kind=Note("mask." + kind)),
+                formula=steps.mask_formula(kind, window),
                 rows=q_labels,
                 cols=k_labels,
                 about="mask",
@@ -336,70 +338,3 @@ class Builder:
                 )
             )
         return prefix + "Z"
-
-    def rope(self, prefix, q, k, h, kv, dk, q_labels, k_labels, stage):
-        """Q_rope, K_rope: each head's column pairs rotated by position × inv_freq."""
-        fx = self.fx
-        if dk % 2:
-            raise InputError(fx.where("position.type"), "an even head dimension d_k for RoPE", f"d_k = {dk}")
-        layout = fx.choice("position.layout", ("half", "interleaved"), "half")
-        scaling = fx.get("position.scaling")
-        if scaling is not None and not isinstance(scaling, dict):
-            raise InputError(
-                fx.where("position.scaling"), 'an object such as {"type": "linear", "factor": 2}', repr(scaling)[:40]
-            )
-        inv_freq, factor = positions.rope_inv_freq(
-            dk,
-            fx.number("position.theta", 10000.0, positive=True),
-            scaling,
-            seq_len=self.offset + len(k_labels) if k_labels else None,
-        )
-        g = self.g
-        pairs = [
-            f"j={j} ({j},{j + dk // 2})" if layout == "half" else f"j={j} ({2 * j},{2 * j + 1})" for j in range(dk // 2)
-        ]  # which two columns of every head each angle turns
-        freqs = ", ".join(f"{f:.4g}" for f in inv_freq[:4]) + (", …" if len(inv_freq) > 4 else "")
-        kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
-        formula = Note(
-            "formula.angles",
-            freqs=freqs,
-            scaling=Note("formula.rope_scaling", kind=kind) if kind != "default" else "",
-            factor=Note("formula.rope_factor", factor=f"{factor:.4g}") if factor != 1.0 else "",
-        )
-        g.add(
-            Node(
-                prefix + "angles",
-                op=Angles(inv_freq, self.offset),
-                inputs=(k,),
-                stage=stage,
-                formula=formula,
-                rows=k_labels,
-                cols=pairs,
-                about="rope_angles",
-            )
-        )
-        g.add(
-            Node(
-                prefix + "Q_rope",
-                op=Rope(h, layout, factor),
-                inputs=(q, prefix + "angles"),
-                stage=stage,
-                formula="Q_rope = rotate(Q, angle)",
-                rows=q_labels,
-                cols=dim_labels(h * dk),
-                about="rope",
-            )
-        )
-        g.add(
-            Node(
-                prefix + "K_rope",
-                op=Rope(kv, layout, factor),
-                inputs=(k, prefix + "angles"),
-                stage=stage,
-                formula="K_rope = rotate(K, angle)",
-                rows=k_labels,
-                cols=dim_labels(kv * dk),
-                about="rope",
-            )
-        )
-        return prefix + "Q_rope", prefix + "K_rope"

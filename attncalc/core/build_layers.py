@@ -8,7 +8,7 @@ from attncalc.core.build import Builder, Options, dim_labels
 from attncalc.core.expansion import Note
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import STAGES, Graph, Node
-from attncalc.core.layer_ops import Activation, LayerNorm, Mean, NegLogLikelihood, RMSNorm, SwiGLU
+from attncalc.core.layer_ops import Activation, GeGLU, LayerNorm, Mean, NegLogLikelihood, RMSNorm, SwiGLU
 from attncalc.core.ops import Add, Affine, Identity, Softmax
 from attncalc.errors import InputError
 
@@ -19,10 +19,10 @@ class Stack:
     def __init__(self, b: Builder, part: str):
         fx = b.fx
         self.b, self.part = b, part
-        self.norm = fx.choice(f"{part}.norm", ("layernorm", "rmsnorm"), "layernorm")
+        self.norm = fx.choice(f"{part}.norm", ("layernorm", "rmsnorm", "rmsnorm+1"), "layernorm")
         self.eps = fx.number(f"{part}.eps", 1e-5 if self.norm == "layernorm" else 1e-6, positive=True)
         self.norm_first = fx.boolean(f"{part}.norm_first", False)
-        self.act = fx.choice(f"{part}.activation", ("relu", "gelu", "gelu_tanh", "swiglu"), "relu")
+        self.act = fx.choice(f"{part}.activation", ("relu", "gelu", "gelu_tanh", "swiglu", "geglu"), "relu")
         layers = fx.get(f"{part}.layers")
         if not isinstance(layers, list) or not layers:
             raise InputError(
@@ -36,12 +36,13 @@ class Stack:
         b, d = self.b, self.b.d
         gamma = b.fx.array(f"{path}.gamma", (d,), False)
         g = b.g
-        g.leaf(f"{path}.gamma", np.ones(d) if gamma is None else gamma, f"{path}.gamma")
-        if self.norm == "rmsnorm":
+        offset = 1.0 if self.norm == "rmsnorm+1" else 0.0  # Gemma: × (1 + γ), so γ = 0 leaves x as normed
+        g.leaf(f"{path}.gamma", np.full(d, 1.0 - offset) if gamma is None else gamma, f"{path}.gamma")
+        if self.norm != "layernorm":
             op, ins, formula = (
-                RMSNorm(self.eps),
+                RMSNorm(self.eps, offset),
                 (x, f"{path}.gamma"),
-                f"{name.split('.')[-1]} = RMSNorm({x.split('.')[-1]})",
+                f"{name.split('.')[-1]} = RMSNorm({x.split('.')[-1]})" + (" × (1 + γ)" if offset else ""),
             )
         else:
             beta = b.fx.array(f"{path}.beta", (d,), False)
@@ -57,10 +58,11 @@ class Stack:
         return name
 
     def sublayer(self, path, prefix, k, x, out, labels, stage, body):
-        """Post-norm: out = Norm_k(x + body(x)). Pre-norm: out = x + body(Norm_k(x))."""
+        """Post-norm: out = Norm_k(x + body(x)). Pre-norm: out = x + body(Norm_k(x)). A layer with post_norm{k}
+        (Gemma's "sandwich") normalises body's output too before the residual adds it."""
         g, norm = self.b.g, f"{path}.norm{k}"
         if self.norm_first:
-            inner = body(self.norm_node(norm, f"{prefix}N{k}", x, labels, stage))
+            inner = self.post(path, k, body(self.norm_node(norm, f"{prefix}N{k}", x, labels, stage)), labels, stage)
             g.add(
                 Node(
                     prefix + out,
@@ -74,7 +76,7 @@ class Stack:
                 )
             )  # + self.Z, F
             return prefix + out
-        inner = body(x)
+        inner = self.post(path, k, body(x), labels, stage)
         total = g.add(
             Node(
                 f"{prefix}R{k}",
@@ -89,8 +91,15 @@ class Stack:
         )
         return self.norm_node(norm, prefix + out, total, labels, stage)
 
+    def post(self, path, k, inner, labels, stage):
+        """inner_post = Norm(inner) with post_norm{k}'s weights, when the layer has them; else inner."""
+        if not self.b.fx.has(f"{path}.post_norm{k}"):
+            return inner
+        return self.norm_node(f"{path}.post_norm{k}", inner + "_post", inner, labels, stage)
+
     def ffn(self, path, prefix, x, labels, stage):
-        """F = act(x·W1 + b1)·W2 + b2, or SwiGLU: (silu(x·W1 + b1) ⊙ (x·W3 + b3))·W2 + b2."""
+        """F = act(x·W1 + b1)·W2 + b2, or gated: (silu(x·W1 + b1) ⊙ (x·W3 + b3))·W2 + b2 (SwiGLU; GeGLU with
+        the tanh GELU)."""
         b, g, d = self.b, self.b.g, self.b.d
         w1 = b.fx.array(f"{path}.W1", (d, None), why=" (the first FFN weight)")
         dff = w1.shape[1]
@@ -108,8 +117,9 @@ class Stack:
                 about="ffn",
             )
         )
-        if self.act == "swiglu":
-            b._param(f"{path}.W3", (d, dff), why=" (SwiGLU's up projection)")
+        if self.act in ("swiglu", "geglu"):
+            gate = "silu" if self.act == "swiglu" else "gelu_tanh"
+            b._param(f"{path}.W3", (d, dff), why=f" ({'SwiGLU' if gate == 'silu' else 'GeGLU'}'s up projection)")
             b3 = b._param(f"{path}.b3", (dff,), required=False)
             g.add(
                 Node(
@@ -126,10 +136,10 @@ class Stack:
             g.add(
                 Node(
                     prefix + "U_act",
-                    op=SwiGLU(),
+                    op=SwiGLU() if gate == "silu" else GeGLU(),
                     inputs=(prefix + "U", prefix + "U_up"),
                     stage=stage,
-                    formula="U_act = silu(U) ⊙ U_up",
+                    formula=f"U_act = {gate}(U) ⊙ U_up",
                     rows=labels,
                     cols=dim_labels(dff),
                     about="ffn",

@@ -21,6 +21,12 @@ _ATTENTION = {
     "scale": "number",
     **{f"W{t}": "matrix" for t in "qkvo"},
     **{f"b{t}": "vector" for t in "qkvo"},
+    # Gemma 3 (core/build_attention.py): QK-norm, a layer's own RoPE base, its sliding window, the scale
+    "q_norm": {"gamma": "vector"},
+    "k_norm": {"gamma": "vector"},
+    "theta": "number",
+    "window": "integer",
+    "query_pre_attn_scalar": "number",
 }
 _LAYER = {
     "self_attention": _ATTENTION,
@@ -29,6 +35,7 @@ _LAYER = {
     "norm1": _NORM,
     "norm2": _NORM,
     "norm3": _NORM,
+    **{f"post_norm{k}": _NORM for k in (1, 2, 3)},  # Gemma's sandwich: each sub-layer's output normed too
 }
 _STACK = {
     "norm": "string",

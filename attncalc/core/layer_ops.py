@@ -1,4 +1,5 @@
-"""Operations of a whole layer: LayerNorm, RMSNorm, activations, SwiGLU, cross-entropy."""
+"""Operations of a whole layer: LayerNorm, RMSNorm (and Gemma's (1 + γ) and per-head forms), activations,
+SwiGLU and GeGLU, cross-entropy."""
 
 from __future__ import annotations
 
@@ -89,16 +90,24 @@ class Activation(Op):
 class SwiGLU(Op):
     """silu(gate) ⊙ up."""
 
+    fn = "silu"
+
     def compute(self, gate, up):
-        return ACTIVATIONS["silu"](gate) * up
+        return ACTIVATIONS[self.fn](gate) * up
 
     def explain(self, xs, idx, g):
         a, b = float(xs[0][idx]), float(xs[1][idx])
-        s = float(ACTIVATIONS["silu"](np.array(a)))
-        return Expansion([[Call("silu", a), "×", b, "=", s, "×", b, "=", s * b]], s * b)
+        s = float(ACTIVATIONS[self.fn](np.array(a)))
+        return Expansion([[Call(self.fn, a), "×", b, "=", s, "×", b, "=", s * b]], s * b)
 
     def operands(self, shapes, idx):
         return [(0, tuple(idx)), (1, tuple(idx))]
+
+
+class GeGLU(SwiGLU):
+    """gelu_tanh(gate) ⊙ up (Gemma's gated FFN, transformers' gelu_pytorch_tanh)."""
+
+    fn = "gelu_tanh"
 
 
 def _mean_line(row):
@@ -139,38 +148,64 @@ class LayerNorm(Op):
 
 
 class RMSNorm(Op):
-    """x / √(mean(x²) + ε) · γ per row."""
+    """x / √(mean(x²) + ε) · γ per row; with `offset` 1, · (1 + γ) (Gemma stores γ − 1)."""
 
-    def __init__(self, eps: float):
-        self.eps = eps
+    def __init__(self, eps: float, offset: float = 0.0):
+        self.eps, self.offset = eps, offset
 
     def compute(self, x, gamma):
-        return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + self.eps) * gamma
+        weight = np.add(gamma, self.offset, dtype=np.float64) if self.offset else gamma  # 1 + γ in float64
+        return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + self.eps) * weight
 
     def explain(self, xs, idx, g):
         x, gamma = xs
         i, j = idx
-        row = x[i]
+        return self.explain_row(x[i], j, float(gamma[j]), g[1])
+
+    def explain_row(self, row, j, gamma: float, gamma_given: bool, note: Note | str = "") -> Expansion:
+        """The cell j of one normalised row (a row of X, or one head's part of a row of Q)."""
         ms = float((row * row).mean())
         squares: list = []
         for k, v in enumerate(row):
             squares += (["+"] if k else []) + [float(v), "²"]
         first = ["mean(x²)", "=", "("] + squares + [")", "/", Given(row.size), "=", ms]
-        out = float(row[j]) / math.sqrt(ms + self.eps) * float(gamma[j])
-        second = [
-            float(row[j]),
-            "/",
-            Call("sqrt", ms, "+", given(self.eps, True)),
-            "×",
-            given(gamma[j], g[1]),
-            "=",
-            out,
-        ]
-        return Expansion([second, first], out)  # the result, then where mean(x²) comes from
+        out = float(row[j]) / math.sqrt(ms + self.eps) * (gamma + self.offset)
+        weight = [given(gamma, gamma_given)]
+        if self.offset:
+            weight = ["(", Given(self.offset), "+", *weight, ")"]
+        second = [float(row[j]), "/", Call("sqrt", ms, "+", given(self.eps, True)), "×", *weight, "=", out]
+        return Expansion([second, first], out, note)  # the result, then where mean(x²) comes from
 
     def operands(self, shapes, idx):
         i, j = idx
         return [(0, (i, slice(None))), (1, (j,))]
+
+
+class HeadRMSNorm(RMSNorm):
+    """QK-norm: RMSNorm over each head's d_k columns of Q (or K), one γ of d_k shared by the heads."""
+
+    def __init__(self, heads: int, eps: float, offset: float = 0.0):
+        super().__init__(eps, offset)
+        self.h = heads
+
+    def compute(self, x, gamma):
+        n, width = x.shape
+        xh = x.reshape(n, self.h, width // self.h)  # [n, h, d_k]
+        return super().compute(xh, gamma).reshape(n, width)
+
+    def explain(self, xs, idx, g):
+        x, gamma = xs
+        i, col = idx
+        dk = x.shape[1] // self.h
+        head, c = divmod(col, dk)
+        row = x[i, head * dk : (head + 1) * dk]
+        return self.explain_row(row, c, float(gamma[c]), g[1], Note("note.qk_norm_cell", head=head, c=c))
+
+    def operands(self, shapes, idx):
+        i, col = idx
+        dk = shapes[0][1] // self.h
+        head, c = divmod(col, dk)
+        return [(0, (i, slice(head * dk, (head + 1) * dk))), (1, (c,))]
 
 
 def log_softmax(z: np.ndarray) -> np.ndarray:

@@ -48,8 +48,9 @@ class Op:
 class Lookup(Op):
     """X[i] = table[ids[i]] (× scale): embedding rows, or learned positions."""
 
-    def __init__(self, ids, labels, table="E", scale=1.0):
+    def __init__(self, ids, labels, table="E", scale=1.0, scale_text=None):
         self.ids, self.labels, self.table, self.scale = np.asarray(ids, int), labels, table, scale
+        self.scale_text = scale_text  # an exact scale written as its formula (Gemma's √d_model)
 
     def compute(self, table):
         rows = np.asarray(table[self.ids], dtype=float)  # float64 even from float32 checkpoint weights
@@ -60,7 +61,8 @@ class Lookup(Op):
         v = xs[0][self.ids[i], j]
         line = [f"{self.table}[{self.labels[i]}, {j}]", "=", given(v, g[0])]
         if self.scale != 1.0:
-            line += ["×", given(self.scale, True), "=", float(v * self.scale)]
+            factor = Written(self.scale_text, self.scale) if self.scale_text else given(self.scale, True)
+            line += ["×", factor, "=", float(v * self.scale)]
         return Expansion([line], float(v * self.scale), Note("note.row_of", label=self.labels[i], table=self.table))
 
     def operands(self, shapes, idx):

@@ -57,22 +57,28 @@ class MaskMatrix(Op):
     """M[i, j] = 1 where query i may look at key j; its input (the scores) gives n and m.
 
     Causal: key j is visible to query i when j ≤ i + (m − n) (queries are the last n positions,
-    as when a KV cache holds earlier keys). Padding: keys whose token is the pad token are blocked.
+    as when a KV cache holds earlier keys). A sliding window of W keys (Gemma, Mistral) also blocks
+    keys W or more positions back: query position p sees p − W < j ≤ p, itself and the W − 1 before it
+    (transformers' `kv_idx > q_idx - sliding_window`). Padding: keys whose token is the pad token are blocked.
     """
 
-    def __init__(self, kind: str, key_is_pad=None, q_labels=None, k_labels=None):
-        self.kind, self.key_is_pad = kind, key_is_pad
+    def __init__(self, kind: str, key_is_pad=None, q_labels=None, k_labels=None, window: int | None = None):
+        self.kind, self.key_is_pad, self.window = kind, key_is_pad, window
         self.q_labels, self.k_labels = q_labels, k_labels
 
     def compute(self, s):
         n, m = s.shape[-2:]
         causal = "causal" in self.kind
         padding = "padding" in self.kind and self.key_is_pad is not None and len(self.key_is_pad) == m
-        if not (causal or padding):  # every key visible: one 1 seen n×m times (read-only), not 8·n·m bytes
-            return np.broadcast_to(np.float64(1.0), (n, m))  # to fill (128 MB at n = 4096)
+        slides = self.window is not None and self.window < m
+        if not (causal or padding or slides):  # every key visible: one 1 seen n×m times (read-only), not 8·n·m
+            return np.broadcast_to(np.float64(1.0), (n, m))  # bytes to fill (128 MB at n = 4096)
         allowed = np.ones((n, m), dtype=bool)
+        position = np.arange(n)[:, None] + (m - n)  # each query's position among the keys
         if causal:
-            allowed &= np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n)
+            allowed &= np.arange(m)[None, :] <= position
+        if slides:
+            allowed &= np.arange(m)[None, :] > position - self.window
         if padding:
             allowed &= ~np.asarray(self.key_is_pad, bool)[None, :]
         return allowed.astype(float)
@@ -87,6 +93,8 @@ class MaskMatrix(Op):
             return Note(
                 "note.blocked_" + ("future_pad" if future and pad else "future" if future else "pad"), q=ql, k=kl
             )
+        if self.window is not None and m is not None and j <= i + (m - n) - self.window:
+            return Note("note.blocked_window", q=ql, k=kl, back=i + (m - n) - j, window=self.window)
         return ""
 
     def explain(self, xs, idx, g):
@@ -97,7 +105,14 @@ class MaskMatrix(Op):
         return Expansion(
             [[Note("note.blocked" if not v else "note.visible"), "→", v]],
             v,
-            why or Note("note.visible_to", kind=Note("mask." + self.kind), q=i, k=j),
+            why or self._visible(i, j, m - n),
+        )
+
+    def _visible(self, i, j, before) -> Note:
+        if self.window is None:
+            return Note("note.visible_to", kind=Note("mask." + self.kind), q=i, k=j)
+        return Note(
+            "note.visible_window", kind=Note("mask." + self.kind), q=i, k=j, back=i + before - j, window=self.window
         )
 
     def operands(self, shapes, idx):

@@ -23,6 +23,7 @@ GGUF_KEYS = {  # GGUF key (after "{arch}.") -> config.json key; kvcache, cost an
     "context_length": "max_position_embeddings",
     "vocab_size": "vocab_size",
     "rope.freq_base": "rope_theta",
+    "rope.freq_base_swa": "rope_local_base_freq",  # Gemma 3's sliding layers (llama.cpp: 10000 when absent)
     "attention.layer_norm_rms_epsilon": "rms_norm_eps",
     "attention.layer_norm_epsilon": "layer_norm_eps",
 }

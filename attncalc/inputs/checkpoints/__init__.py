@@ -2,7 +2,7 @@
 
 PATH is a Hugging Face model folder (config.json, *.safetensors with or without a shard index,
 tokenizer.json or vocab.txt), a .gguf file, or a repo id found in the local Hugging Face cache
-(never the network). One name map per architecture (bert.py, llama.py, gpt2.py) turns the checkpoint's
+(never the network). One name map per architecture (bert.py, llama.py, gpt2.py, gemma3.py) turns the checkpoint's
 names into attncalc's fixture layout; nothing architecture-specific lives anywhere else.
 """
 
@@ -68,7 +68,7 @@ class Checkpoint:
         return {**tree, "vocab": labels, "source": [labels[i] for i in ids], "target": [], "special": special}
 
     def _map_weights(self) -> dict:
-        from attncalc.inputs.checkpoints import bert, gpt2, llama
+        from attncalc.inputs.checkpoints import bert, gemma3, gpt2, llama
 
         model_type = self.config.get("model_type")
         fields = self.fields
@@ -78,8 +78,10 @@ class Checkpoint:
             raw = llama.fixture(fields, self.tensors)
         elif model_type in gpt2.MODEL_TYPES and not self.gguf_architecture:
             raw = gpt2.fixture(fields, self.tensors)
+        elif model_type in gemma3.MODEL_TYPES:
+            raw = gemma3.fixture(fields, self.tensors)
         else:
-            supported = ", ".join(bert.MODEL_TYPES + llama.MODEL_TYPES + gpt2.MODEL_TYPES)
+            supported = ", ".join(bert.MODEL_TYPES + llama.MODEL_TYPES + gpt2.MODEL_TYPES + gemma3.MODEL_TYPES)
             raise InputError(
                 fields.where("model_type"), f"an architecture attncalc maps ({supported})", repr(model_type)[:40]
             )
@@ -227,16 +229,16 @@ def open_checkpoint(spec: str) -> Checkpoint:
 
 def gguf_config(file) -> tuple[dict, str]:
     """A GGUF's metadata under Hugging Face's config names (model_config's one renaming), and its architecture."""
-    from attncalc.inputs.checkpoints import llama
+    from attncalc.inputs.checkpoints import gemma3, llama
     from attncalc.inputs.model_config import gguf_config as renamed
 
     arch = file.meta("general.architecture")
-    if arch not in llama.GGUF_ARCHITECTURES:  # before its keys: another architecture's keys are not looked for
-        raise InputError(
-            f"{file.path}: general.architecture", "one of " + ", ".join(llama.GGUF_ARCHITECTURES), describe(arch)
-        )
+    known = llama.GGUF_ARCHITECTURES + gemma3.GGUF_ARCHITECTURES
+    if arch not in known:  # before its keys: another architecture's keys are not looked for
+        raise InputError(f"{file.path}: general.architecture", "one of " + ", ".join(known), describe(arch))
     config = renamed(file.path, file.header)
-    config["hidden_act"] = "silu"
+    if arch in llama.GGUF_ARCHITECTURES:
+        config["hidden_act"] = "silu"
     if "vocab_size" not in config and "token_embd.weight" in file.tensors:  # older files: the embedding's rows
         config["vocab_size"] = file.tensors["token_embd.weight"].shape[0]
     for role in ("bos", "eos"):

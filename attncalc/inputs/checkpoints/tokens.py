@@ -237,7 +237,10 @@ def from_gguf(gguf_file) -> TextTokenizer | None:
     """The byte-level BPE a GGUF carries (tokenizer.ggml.model = gpt2): its tokens, merges and special
     tokens, split as the file's pre-tokenizer type says; None when the file has no vocabulary. Whatever
     attncalc cannot use of it (another kind, SentencePiece's "llama"; an unknown pre-tokenizer; a bad merge)
-    still labels the ids and is refused only for --text: a model runs on --ids whatever its tokenizer."""
+    still labels the ids and is refused only for --text: a model runs on --ids whatever its tokenizer. A Gemma
+    GGUF's SentencePiece vocabulary is rebuilt as a BPE by sentencepiece.py."""
+    from attncalc.inputs.checkpoints import sentencepiece
+
     if gguf_file.meta("tokenizer.ggml.tokens") is None:
         return None
     try:
@@ -247,6 +250,8 @@ def from_gguf(gguf_file) -> TextTokenizer | None:
         return TextTokenizer(None, None, set(), False, source=gguf_file.path, refusal=e)
     special = {t for t, k in zip(tokens, types) if k == CONTROL}
     kind = gguf_file.meta("tokenizer.ggml.model")
+    if kind == "llama" and gguf_file.meta("general.architecture") in sentencepiece.ARCHITECTURES:
+        return sentencepiece.gemma(gguf_file, tokens, types, special, TextTokenizer)
     try:
         tok, add_bos = _byte_level_bpe(gguf_file, kind, tokens, types, special)
     except InputError as e:
