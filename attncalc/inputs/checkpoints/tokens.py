@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 
 from attncalc.errors import InputError
@@ -41,15 +42,22 @@ def byte_alphabet() -> dict[int, str]:
     return spelled
 
 
-def readable(token: str, unbyte: dict[str, int] | None) -> str:
-    """The label of one token: bytes decoded, blanks made visible, broken characters as <0xNN>."""
-    if unbyte is not None and all(c in unbyte for c in token):
-        raw = bytes(unbyte[c] for c in token)
-        text = raw.decode("utf-8", errors="surrogateescape")
-        token = "".join(f"<0x{ord(c) - 0xDC00:02X}>" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
+BYTES_OF_ALPHABET = str.maketrans({c: chr(b) for b, c in byte_alphabet().items()})  # "Ġ" -> "\x20"
+WITHOUT_ALPHABET = str.maketrans(dict.fromkeys(byte_alphabet().values()))  # "" when every character is a byte's
+SHOWN_TABLE = str.maketrans(SHOWN)
+BROKEN_BYTE = re.compile("[\udc80-\udcff]")  # a byte that is no UTF-8 character, as surrogateescape keeps it
+
+
+def readable(token: str, byte_level) -> str:
+    """The label of one token: bytes decoded, blanks made visible, broken characters as <0xNN>. Each step
+    is a C-speed `str.translate` (a real vocabulary has 50,000 tokens; a loop over characters cost ~1 s)."""
+    if byte_level and not token.translate(WITHOUT_ALPHABET):
+        token = token.translate(BYTES_OF_ALPHABET).encode("latin-1").decode("utf-8", errors="surrogateescape")
+        if not token.isascii():
+            token = BROKEN_BYTE.sub(lambda m: f"<0x{ord(m.group()) - 0xDC00:02X}>", token)
     else:
         token = token.replace("▁", " ")  # SentencePiece's word start
-    return "".join(SHOWN.get(c, c) for c in token) or token
+    return token.translate(SHOWN_TABLE) or token
 
 
 @contextlib.contextmanager
@@ -101,11 +109,10 @@ class TextTokenizer:
         """Labels of ids 0 … size−1 (the model's embedding rows): built for those only, whatever ids the
         tokenizer claims (a vocabulary holding one id of 10^9 must not make 10^9 labels)."""
         by_id = self.by_id
-        unbyte = {c: b for b, c in byte_alphabet().items()} if self.byte_level else None
         labels, seen = [], set()
         for i in range(size):
             token = by_id.get(i, f"<unused {i}>")
-            label = token if token in self.special else readable(token, unbyte)
+            label = token if token in self.special else readable(token, self.byte_level)
             if label in seen:  # two tokens that read alike stay apart
                 label = f"{label}#{i}"
             seen.add(label)
