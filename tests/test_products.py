@@ -71,3 +71,29 @@ def test_other_types_multiply_as_numpy_does():
     w = np.arange(12.0).reshape(3, 4)
     assert np.array_equal(widened_matmul(x, w.astype(np.float16)), x @ w)
     assert np.array_equal(widened_matmul(x[0], w.astype(np.float32)), x[0] @ w)
+
+
+def test_a_product_of_many_rows_asks_for_two_threads_and_gives_them_back(monkeypatch):
+    from attncalc.core import products
+
+    asked = []
+    monkeypatch.setattr(products, "set_threads", asked.append)
+    w = weights((576, 256), "stored", 0)
+    for rows in (1, products.PARALLEL_ROWS - 1, products.PARALLEL_ROWS):
+        x = np.random.default_rng(rows).standard_normal((rows, 576))
+        np.testing.assert_allclose(products.matmul(x, w), x @ w.astype(np.float64), rtol=1e-13, atol=1e-13)
+    assert asked == [2, 1]  # the prompt-sized product only, and one thread again after it
+
+
+def test_threads_the_user_chose_are_left_alone(monkeypatch):
+    from attncalc import blas
+    from attncalc.cli.options import quiet_blas_threads
+
+    monkeypatch.setattr(blas, "CHOSEN", False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    quiet_blas_threads("model")
+    assert blas.CHOSEN is False
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    quiet_blas_threads("model")
+    assert blas.CHOSEN is True

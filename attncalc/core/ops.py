@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from attncalc.core.expansion import Call, Expansion, Note, Written, given, sum_of, sum_of_products
-from attncalc.core.products import widened_matmul
+from attncalc.core.products import matmul
 from attncalc.errors import InputError
 
 
@@ -115,7 +115,7 @@ class Affine(Op):
             f"{_shape(w)} weights to have {x.shape[-1]} rows (the columns of a {_shape(x)} input)",
             f"{w.shape[0]} rows",
         )
-        y = x @ w if w.dtype == x.dtype else widened_matmul(x, w)  # float32 checkpoint weights, widened exactly
+        y = matmul(x, w)  # float32 checkpoint weights widened exactly, a block at a time
         if b is not None:
             _need(b.shape == (w.shape[1],), "bias", f"{w.shape[1]} numbers", _shape(b))
             y = y + b

@@ -14,8 +14,22 @@ from __future__ import annotations
 import numpy as np
 
 BUFFER_VALUES = 1 << 16  # float64 values of the block buffer: 512 KiB, a core's share of L2
+PARALLEL_ROWS = 64  # a product of this many rows is bound by arithmetic, not memory: worth a second thread
+set_threads = None  # (threads) -> None: attncalc/blas.py installs BLAS's own when it can change it
 ALIGN = 64  # blocks start at multiples of 64 columns: BLAS kernels work 4–16 outputs at a time, and a block
 # edge inside such a group would give its last columns to the tail kernel, whose sum runs in another order
+
+
+def matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """x · w in float64 (w widened exactly when float32), on two BLAS threads for many rows when allowed."""
+    many = set_threads is not None and x.ndim == 2 and x.shape[0] >= PARALLEL_ROWS
+    if many:
+        set_threads(2)
+    try:
+        return x @ w if w.dtype == x.dtype else widened_matmul(x, w)
+    finally:
+        if many:
+            set_threads(1)
 
 
 def widened_matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
