@@ -8,7 +8,8 @@ tokenize, compute, print. The two tools' runs are interleaved (attncalc, transfo
 that a machine whose load changes slows both alike; the table gives the median of each, their ratio, and
 the largest peak resident set of each (getrusage of a wrapper process that runs only that child). A warm
 figure is measured inside one process after a first run (weights read, caches filled): the median
-seconds per generated token, attncalc in float64 against torch in float32.
+seconds per generated token, attncalc in float64 against torch in float32. Beside each time, the
+median CPU time (user + system; per token for a warm figure): what the work cost when the machine is shared.
 
 The cases (CASES, in order; another is one more `Case` at the end of the list):
 - minilm: all-MiniLM-L6-v2 (safetensors) on "I love you": `attncalc encoder` against BertModel.
@@ -74,9 +75,10 @@ model = AutoModelForCausalLM.from_pretrained(sys.argv[1]).eval()
 ids = tok(sys.argv[2], return_tensors="pt")
 with torch.no_grad():
     model.generate(**ids, max_new_tokens=10, do_sample=False)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     model.generate(**ids, max_new_tokens=10, do_sample=False)
 print("seconds", (time.perf_counter() - start) / 10)
+print("cpu", (time.process_time() - cpu) / 10)
 """
 WARM_ATTNCALC = """
 import sys, time
@@ -85,11 +87,13 @@ quiet_blas_threads(sys.argv[1])
 import attncalc
 calc = attncalc.load(model=sys.argv[1], text=sys.argv[2])
 calc.generate(10)
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 calc.generate(10)
 print("seconds", (time.perf_counter() - start) / 10)
+print("cpu", (time.process_time() - cpu) / 10)
 """
-# one child: wall time (or the "seconds" it prints itself) and the child's peak resident set
+# one child: wall time (or the "seconds" it prints itself), its peak resident set, its CPU time (user + system,
+# or the "cpu" it prints itself): on a busy machine the CPU time says what the work cost, the wall time what it took
 MEASURE = """
 import resource, subprocess, sys, time
 start = time.perf_counter()
@@ -97,8 +101,9 @@ done = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PI
 took = time.perf_counter() - start
 if done.returncode:
     sys.exit(done.stderr[-600:] or f"exit {done.returncode}")
-said = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("seconds ")]
-print(said[-1] if said else took, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+said = dict(line.split()[:2] for line in done.stdout.splitlines() if line.startswith(("seconds ", "cpu ")))
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(said.get("seconds", took), use.ru_maxrss, said.get("cpu", use.ru_utime + use.ru_stime))
 """
 WRITE_SAFETENSORS = """
 import os, sys, torch
@@ -205,13 +210,13 @@ CASES = [
 ENV = {**os.environ, "PYTHONPATH": ROOT, "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
 
 
-def run_once(argv: list[str]) -> tuple[float, float] | str:
-    """(seconds, peak MB) of one fresh process, or why it failed."""
+def run_once(argv: list[str]) -> tuple[float, float, float] | str:
+    """(seconds, peak MB, CPU seconds) of one fresh process, or why it failed."""
     out = subprocess.run([PY, "-c", MEASURE, *argv], capture_output=True, text=True, env=ENV)
     if out.returncode:
         return (out.stderr.strip().splitlines() or ["failed"])[-1][:160]
-    took, peak_kb = out.stdout.split()
-    return float(took), int(peak_kb) / 1024
+    took, peak_kb, cpu = out.stdout.split()
+    return float(took), int(peak_kb) / 1024, float(cpu)
 
 
 def row(case: Case) -> str:
@@ -221,9 +226,11 @@ def row(case: Case) -> str:
         return f"{case.what:20} failed: {failed[0] if failed else 'no run'}"
     t_ours, t_theirs = statistics.median(r[0] for r in ours), statistics.median(r[0] for r in theirs)
     m_ours, m_theirs = max(r[1] for r in ours), max(r[1] for r in theirs)
+    c_ours, c_theirs = statistics.median(r[2] for r in ours), statistics.median(r[2] for r in theirs)
     return (
         f"{case.what:20} {t_ours:10.3f} {t_theirs:14.3f} {t_ours / t_theirs:6.2f} "
-        f"{m_ours:11.0f} {m_theirs:7.0f} {m_ours / m_theirs:6.2f}  {case.unit}, {len(ours)} runs"
+        f"{m_ours:11.0f} {m_theirs:7.0f} {m_ours / m_theirs:6.2f} "
+        f"{c_ours:8.3f} {c_theirs:8.3f} {c_ours / c_theirs:6.2f}  {case.unit}, {len(ours)} runs"
     )
 
 
@@ -250,7 +257,8 @@ def main() -> int:
         flush=True,
     )
     print(
-        f"{'case':20} {'attncalc':>10} {'transformers':>14} {'ratio':>6} {'attncalc MB':>11} {'HF MB':>7} {'ratio':>6}"
+        f"{'case':20} {'attncalc':>10} {'transformers':>14} {'ratio':>6} {'attncalc MB':>11} {'HF MB':>7} {'ratio':>6} "
+        f"{'CPU ours':>8} {'CPU HF':>8} {'ratio':>6}"
     )
     for case in cases:
         path = paths[case.name]
@@ -259,7 +267,7 @@ def main() -> int:
             case.results["transformers"].append(run_once(case.theirs(path)))
         print(row(case), flush=True)
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"medians; peak memory the largest of the runs; load average at the end {load_after:.1f}")
+    print(f"medians (time, CPU); peak memory the largest of the runs; load average at the end {load_after:.1f}")
     return 0
 
 
