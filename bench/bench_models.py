@@ -1,7 +1,7 @@
 """attncalc on real checkpoints beside the transformers script a user would otherwise run.
 
-    /work/venv/bin/python bench/bench_models.py                    # every case, 5 interleaved runs each
-    /work/venv/bin/python bench/bench_models.py --runs 3 --only smollm2-generate,smollm2-warm
+    .venv/bin/python bench/bench_models.py               # every case, 5 interleaved runs each
+    .venv/bin/python bench/bench_models.py --runs 3 --only smollm2-generate,smollm2-warm
 
 Each cold figure is one fresh process doing everything a user waits for: import, load the checkpoint,
 tokenize, compute, print. The two tools' runs are interleaved (attncalc, transformers, attncalc, …) so
