@@ -148,10 +148,14 @@ def quiet_blas_threads(model: str | None = None) -> None:
 
     With --model, BLAS runs on one thread: a real model's products are a few rows times a large
     weight, bound by memory, and threads only contend (1×576 · 576×1536: 0.48 ms on one thread,
-    7.7 ms on two, on a busy 2-CPU machine)."""
+    7.7 ms on two, on a busy 2-CPU machine); a product of many rows (a prompt) raises it to two (blas.py)."""
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     if model is not None:
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        from attncalc import blas
+
+        threads = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+        blas.CHOSEN = not any(var in os.environ for var in threads)  # then a prompt's products may use two
+        for var in threads:
             os.environ.setdefault(var, "1")
 
 

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from attncalc.core.expansion import Call, Expansion, Note, Written, given, sum_of, sum_of_products
+from attncalc.core.products import matmul
 from attncalc.errors import InputError
 
 
@@ -116,9 +117,7 @@ class Affine(Op):
             f"{_shape(w)} weights to have {x.shape[-1]} rows (the columns of a {_shape(x)} input)",
             f"{w.shape[0]} rows",
         )
-        if w.dtype != x.dtype:  # float32 checkpoint weights: widen once (exact) so the product runs in BLAS
-            w = w.astype(np.result_type(x, w))
-        y = x @ w
+        y = matmul(x, w)  # float32 checkpoint weights widened exactly, a block at a time
         if b is not None:
             _need(b.shape == (w.shape[1],), "bias", f"{w.shape[1]} numbers", _shape(b))
             y = y + b

@@ -124,10 +124,9 @@ def fixture(fields, tensors) -> dict:
             }
         )
     tied = names["output"] not in available
-    embedding = tensors.get(names["embedding"])
     return {
         "d_model": d_model,
-        "embedding": embedding.widened() if tied else embedding,
+        "embedding": tensors.get(names["embedding"]),
         "position": rope_position(fields),
         "decoder": {
             "norm": "rmsnorm",
@@ -137,5 +136,5 @@ def fixture(fields, tensors) -> dict:
             "layers": layers,
             "final_norm": {"gamma": tensors.get(names["final_norm"])},
         },
-        "output": {"tied": True} if tied else {"W": tensors.get(names["output"]).widened().T},
+        "output": {"tied": True} if tied else {"W": tensors.get(names["output"]).T},
     }

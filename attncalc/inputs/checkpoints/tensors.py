@@ -7,9 +7,9 @@ loop that builds a graph per step reads and dequantises each weight once.
 
 Weights stay float32 (half-precision and quantised ones widen to it exactly): every operation
 that meets an activation computes in float64, and widening float32 to float64 is exact, so the
-results are those of float64 weights. Widening once at reading instead would save the copy inside
-each product but hold twice the memory: SmolLM2's 10 greedy tokens peaked at 1.64 GB against
-transformers' 1.14 GB (float32 kept: 1.25 GB).
+results are those of float64 weights. Widening once at reading instead would hold twice the memory
+(SmolLM2's 10 greedy tokens peaked at 1.64 GB against transformers' 1.14 GB); core/products.py
+widens a block of columns at a time inside each product, so no float64 copy of a weight is held.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ class Lazy:
         return self.then(lambda a: a.T, self.shape[::-1])
 
     def widened(self) -> Lazy:
-        """Kept as float64: for a weight every step multiplies by in full (a tied output embedding),
-        where widening it inside each product would cost more than its extra memory."""
+        """Kept as float64 (twice the memory): the products no longer need it (core/products.py widens
+        a block at a time), for a caller that wants the float64 array itself."""
         return self.then(lambda a: a.astype(np.float64), self.shape)
 
     def __repr__(self) -> str:

@@ -1,0 +1,56 @@
+"""x·W in float64 when the weights W are float32 (a checkpoint's, kept at half the memory).
+
+Widening all of W to float64 before each product (`W.astype(float)`) writes a float64 copy as large as
+the weight and reads it back, every step of a generation: for SmolLM2 1.1 GB of fresh memory per token,
+three times the bytes of the weight itself. Here W's columns are widened a block at a time into one
+buffer the size of a core's L2 cache, and each block's product is written into its own columns of the
+result: memory traffic is the float32 weight once, the buffer never leaves the cache, and no copy of W
+is ever held. Each output cell is the same dot product over the same inputs in the same order as
+`x @ W.astype(float)` (the blocks split the outputs, never the sum), so the numbers are the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BUFFER_VALUES = 1 << 16  # float64 values of the block buffer: 512 KiB, a core's share of L2
+PARALLEL_ROWS = 64  # a product of this many rows is bound by arithmetic, not memory: worth a second thread
+set_threads = None  # (threads) -> None: attncalc/blas.py installs BLAS's own when it can change it
+ALIGN = 64  # blocks start at multiples of 64 columns: BLAS kernels work 4–16 outputs at a time, and a block
+# edge inside such a group would give its last columns to the tail kernel, whose sum runs in another order
+
+
+def matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """x · w in float64 (w widened exactly when float32), on two BLAS threads for many rows when allowed."""
+    many = set_threads is not None and x.ndim == 2 and x.shape[0] >= PARALLEL_ROWS
+    if many:
+        set_threads(2)
+    try:
+        return x @ w if w.dtype == x.dtype else widened_matmul(x, w)
+    finally:
+        if many:
+            set_threads(1)
+
+
+def widened_matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """[n, d] float64 · [d, m] float32 -> [n, m] float64, exactly x @ w.astype(float64)."""
+    if x.ndim != 2 or w.ndim != 2 or w.dtype != np.float32 or x.dtype != np.float64:
+        return x @ w.astype(np.result_type(x, w))
+    d, m = w.shape
+    block = max(ALIGN, BUFFER_VALUES // max(d, 1) // ALIGN * ALIGN)
+    if block >= m:
+        return x @ w.astype(np.float64)
+    # the buffer is laid out like w, so that copying a block of its columns is one contiguous sweep
+    order = "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
+    buffer = np.empty((d, block + ALIGN), np.float64, order=order)
+    out = np.empty((x.shape[0], m), np.float64)
+    start = 0
+    while start < m:
+        # a last block narrower than ALIGN joins this one: a product one column wide is a dot product to
+        # NumPy, not a matrix–vector product, and its sum runs in another order
+        width = m - start if m - start < block + ALIGN else block
+        part = buffer[:, :width]
+        np.copyto(part, w[:, start : start + width])
+        np.matmul(x, part, out=out[:, start : start + width])
+        start += width
+    return out
