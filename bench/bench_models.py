@@ -200,6 +200,13 @@ class Case:
 
 
 ATTNCALC = [PY, "-m", "attncalc"]
+
+
+def ten_tokens(model: str) -> list[str]:
+    """attncalc's 10 greedy tokens after TEXT_LLM, written as JSON with only the logits."""
+    return ATTNCALC + ["generate", "--model", model, "--text", TEXT_LLM, "-n", "10", "-f", "json", "--only", "logits"]
+
+
 CASES = [
     Case(
         "minilm",
@@ -212,10 +219,7 @@ CASES = [
         "smollm2-generate",
         "SmolLM2 10 tokens",
         smollm2,
-        lambda m: (
-            ATTNCALC
-            + ["generate", "--model", m, "--text", TEXT_LLM, "--max-new-tokens", "10", "-f", "json", "--only", "logits"]
-        ),
+        ten_tokens,
         lambda m: [PY, "-c", HF_GENERATE, m, TEXT_LLM],
     ),
     Case(
@@ -237,10 +241,7 @@ CASES = [
         "gemma3-generate",
         "Gemma 3 10 tokens",
         gemma3,
-        lambda m: (
-            ATTNCALC
-            + ["generate", "--model", m, "--text", TEXT_LLM, "--max-new-tokens", "10", "-f", "json", "--only", "logits"]
-        ),
+        ten_tokens,
         lambda m: [PY, "-c", HF_GGUF_GENERATE, m, TEXT_LLM],
     ),
 ]
