@@ -12,7 +12,17 @@ import pytest
 from attncalc.core.products import widened_matmul
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHAPES = [(576, 1536), (1536, 576), (576, 192), (576, 4097), (576, 1601), (576, 129), (64, 65537), (3, 5)]
+SHAPES = [
+    (576, 1536),
+    (1536, 576),
+    (576, 192),
+    (576, 4097),
+    (576, 1601),
+    (576, 129),
+    (64, 65537),
+    (576, 8193),
+    (3, 5),
+]  # 576×8193: two blocks at 64 rows
 
 
 def weights(shape, layout, seed):

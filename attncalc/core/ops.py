@@ -172,7 +172,7 @@ class Scores(Op):
 
     def compute(self, q, k):
         qh, kh, _ = self.split(q, k)
-        s = qh @ kh.transpose(0, 2, 1)  # [h, n, m]
+        s = matmul(qh, kh.transpose(0, 2, 1))  # [h, n, m]
         return s[0] if self.h == 1 else s
 
     def explain(self, xs, idx, g):
@@ -309,7 +309,7 @@ class Attend(Op):
 
     def compute(self, a, v):
         a3, vh, dv = self._split(a, v)
-        o = a3 @ vh  # [h, n, d_v]
+        o = matmul(a3, vh)  # [h, n, d_v]
         return o.transpose(1, 0, 2).reshape(o.shape[1], self.h * dv)
 
     def explain(self, xs, idx, g):
