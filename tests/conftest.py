@@ -8,6 +8,15 @@ from typer.testing import CliRunner
 from attncalc.cli.app import app
 
 
+@pytest.fixture(autouse=True)
+def _language_of_the_environment(monkeypatch):
+    """Each test starts in the language LANG gives: a command run in-process with --lang zh sets the language
+    of everything said after it (texts.use), and a later test of the API would otherwise speak Chinese."""
+    from attncalc import texts
+
+    monkeypatch.setattr(texts, "_current", None)
+
+
 @pytest.fixture
 def cli(monkeypatch):
     """cli("softmax", "--example", "woaini", input=...) -> Result (stdout, stderr, exit_code)."""
