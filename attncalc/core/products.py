@@ -7,9 +7,10 @@ buffer the size of a core's L2 cache, and each block's product is written into i
 result: memory traffic is the float32 weight once, the buffer never leaves the cache, and no copy of W
 is ever held. A product of many rows (a prompt) is bound by arithmetic instead, and a block 64 columns
 wide starves BLAS (512×576 · 576×1536 in 64-column blocks: 75 ms against 58 ms for the whole weight on
-one thread, 193 against 88 ms on two): there the buffer grows to PROMPT_BUFFER_VALUES, a few MB that
-the product's own arithmetic dwarfs. Each output cell is the same dot product over the same inputs in the same order as
-`x @ W.astype(float)` (the blocks split the outputs, never the sum), so the numbers are the same.
+one thread, 193 against 88 ms on two, on a busy machine): there the buffer grows to PROMPT_BUFFER_VALUES,
+up to 32 MiB, which the product's own arithmetic dwarfs. Each output cell is the same dot product over the
+same inputs in the same order as `x @ W.astype(float)` (the blocks split the outputs, never the sum), so
+the numbers are the same.
 """
 
 from __future__ import annotations
