@@ -42,20 +42,6 @@ def dim_labels(n):
     return [str(j) for j in range(n)]
 
 
-def token_ids(vocab: list[str], tokens: list[str]) -> list[int]:
-    """Each token's row of the vocab (its first): list.index for a few tokens, one dict for a prompt
-    (512 tokens against 49,152 labels by list.index: 12 million string comparisons)."""
-    if len(tokens) <= 16:
-        return [vocab.index(t) for t in tokens]
-    global _ROWS
-    if _ROWS[0] is not vocab:  # one dict per vocab list, not per call (a prompt asks 4 times: 84 ms each)
-        _ROWS = (vocab, {t: i for i, t in reversed(list(enumerate(vocab)))})  # reversed: the first wins
-    return [_ROWS[1][t] for t in tokens]
-
-
-_ROWS: tuple = (None, {})  # (the vocab list last asked about, its token → row)
-
-
 class Builder:
     def __init__(self, fx: Fixture, opts: Options | None = None):
         self.fx, self.opts, self.g = fx, opts or Options(), Graph()
@@ -63,13 +49,24 @@ class Builder:
         self.position = fx.choice("position.type", POSITION_TYPES, "sinusoidal")
         self.offset = 0  # position of the first row (generation with a KV cache: the new token's position)
         self.extend_kv = None  # generation: (prefix, K, V, key labels) -> cached + new K, V and labels
+        self._rows = None  # (a vocab list, its token → row), made once per build for a prompt's tokens
+
+    def token_ids(self, vocab: list[str], tokens: list[str]) -> list[int]:
+        """Each token's row of the vocab (its first): list.index for a few tokens, one dict for a prompt,
+        made once per build though asked for the inputs and again for the labels (512 tokens against 49,152
+        labels by list.index: 12 million string comparisons)."""
+        if len(tokens) <= 16:
+            return [vocab.index(t) for t in tokens]
+        if self._rows is None or self._rows[0] is not vocab:
+            self._rows = (vocab, {t: i for i, t in reversed(list(enumerate(vocab)))})  # reversed: the first wins
+        return [self._rows[1][t] for t in tokens]
 
     # ---- inputs ----------------------------------------------------------------------------
     def embed(self, tokens, prefix="", stage="embed"):
         """X = E[ids] · embed_scale: the rows of the embedding table for the tokens."""
         fx, g = self.fx, self.g
         vocab = fx.vocab() if fx.strict or fx.has("vocab") else []
-        ids = token_ids(vocab, tokens)
+        ids = self.token_ids(vocab, tokens)
         g.leaf("E", fx.array("embedding", (len(vocab) or None, self.d)), "embedding")
         scale = fx.number("embed_scale", 1.0)
         text = f"√{self.d}" if self.d and scale == math.sqrt(self.d) else f"{scale:g}"  # Gemma: × √d_model

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attncalc.core.build import Builder, Options, dim_labels, token_ids
+from attncalc.core.build import Builder, Options, dim_labels
 from attncalc.core.expansion import Note
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import STAGES, Graph, Node
@@ -312,7 +312,7 @@ def output(b: Builder, dec_out: str, labels, label_tokens, loss_rows) -> None:
         )
     )
     if label_tokens:
-        ids = token_ids(vocab, label_tokens)
+        ids = b.token_ids(vocab, label_tokens)
         g.add(
             Node(
                 "nll",
