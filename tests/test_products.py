@@ -107,3 +107,107 @@ def test_threads_the_user_chose_are_left_alone(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     quiet_blas_threads("model")
     assert blas.CHOSEN is True
+
+
+# ---- elementwise work on two threads (products.in_two / rowwise) and the blocked softmax ----
+
+
+def _plain_softmax(s):
+    """The softmax as it was written before it worked in blocks: the reference, bit for bit."""
+    top = np.max(s, axis=-1, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    e = np.exp(s - top)
+    total = e.sum(axis=-1, keepdims=True)
+    total[total == 0] = 1.0
+    return e / total
+
+
+def _masked_scores(n, window=None, seed=0, heads=3):
+    allowed = np.tril(np.ones((n, n), bool))
+    if window:
+        allowed &= ~np.tril(np.ones((n, n), bool), -window)
+    s = np.where(allowed, np.random.default_rng(seed).standard_normal((heads, n, n)) * 4, -np.inf)
+    s[0, min(3, n - 1)] = -np.inf  # a row with every key blocked
+    return s
+
+
+@pytest.mark.parametrize("threads", [False, True])
+@pytest.mark.parametrize("n, window", [(1, None), (7, None), (64, None), (100, None), (513, None), (300, 70)])
+def test_the_blocked_softmax_gives_the_plain_softmax_bit_for_bit(monkeypatch, threads, n, window):
+    from attncalc.core import ops, products
+
+    monkeypatch.setattr(products, "set_threads", (lambda k: None) if threads else None)
+    monkeypatch.setattr(products, "SPLIT_VALUES", 1)  # split even the small ones
+    s = _masked_scores(n, window)
+    want = _plain_softmax(s)
+    assert np.array_equal(ops.Softmax().compute(s.copy()), want)
+    assert np.array_equal(ops.Softmax().compute(s.copy(), reuse=True), want)
+    assert np.array_equal(ops.Softmax().compute(s[1].copy()), want[1])  # one head: [n, m]
+    assert not np.isnan(want).any() and np.all(want[0, min(3, n - 1)] == 0)
+
+
+def test_the_blocked_softmax_of_a_transposed_view_is_not_written_into_a_copy():
+    from attncalc.core import ops
+
+    s = _masked_scores(130)
+    view = s.transpose(0, 2, 1)  # not C-contiguous: reuse must not write into a reshaped copy
+    # (the reference sums the same rows laid out in order: NumPy sums a strided row in another order)
+    assert np.array_equal(ops.Softmax().compute(view, reuse=True), _plain_softmax(np.ascontiguousarray(view)))
+
+
+def test_the_elementwise_ops_give_the_same_numbers_on_two_threads(monkeypatch):
+    from attncalc.core import layer_ops, ops, position_ops, products
+
+    rng = np.random.default_rng(5)
+    x, gamma = rng.standard_normal((130, 96)), rng.standard_normal(96)
+    gate, up = rng.standard_normal((130, 200)) * 30, rng.standard_normal((130, 200))
+    angles = rng.standard_normal((130, 8))
+    s = _masked_scores(130)
+
+    def everything():
+        return [
+            layer_ops.RMSNorm(1e-6, 1.0).compute(x, gamma),
+            layer_ops.HeadRMSNorm(6, 1e-6).compute(x, gamma[:16]),
+            layer_ops.SwiGLU().compute(gate, up),
+            layer_ops.GeGLU().compute(gate, up),
+            layer_ops.Activation("gelu").compute(gate),
+            position_ops.Rope(6).compute(x, angles),
+            ops.Scale(0.125, "1/√64").compute(s.copy(), reuse=True),
+            ops.Mask(None).compute(np.ones((3, 130, 130)), np.tril(np.ones((130, 130))), reuse=True),
+        ]
+
+    one = everything()
+    monkeypatch.setattr(products, "set_threads", lambda k: None)
+    monkeypatch.setattr(products, "SPLIT_VALUES", 1)
+    for a, b in zip(one, everything(), strict=True):
+        assert np.array_equal(a, b)
+    # and against the formulas themselves
+    rms = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * (1.0 + gamma)
+    np.testing.assert_allclose(one[0], rms, rtol=1e-15)
+    np.testing.assert_allclose(one[2], gate / (1 + np.exp(-gate)) * up, rtol=1e-14)
+    assert np.array_equal(one[7][1], np.where(np.tril(np.ones((130, 130))) != 0, 1.0, -np.inf))
+
+
+def test_the_second_thread_raises_its_error_on_the_callers_and_checks_overflow_as_it_does(monkeypatch):
+    from attncalc.core import graph, ops, products
+    from attncalc.errors import InputError
+
+    monkeypatch.setattr(products, "set_threads", lambda k: None)
+    monkeypatch.setattr(products, "SPLIT_VALUES", 1)
+    s = np.zeros((4, 64, 64))
+    s[3, 5, 7] = 1e308  # in the second half only: × 10 overflows there
+    with pytest.raises(InputError, match="S_scaled"):
+        graph._compute("S_scaled", ops.Scale(10.0, "10"), [s])
+    seen = []
+
+    def work(start, stop):
+        seen.append((start, stop))
+        if start:
+            raise KeyError("second half")
+
+    with pytest.raises(KeyError, match="second half"):
+        products.in_two(work, 10, 10)
+    assert sorted(seen) == [(0, 5), (5, 10)]
+    import threading
+
+    assert threading.active_count() == 1  # joined: the quick exit (options.leave) still applies

@@ -9,6 +9,7 @@ import numpy as np
 
 from attncalc.core.expansion import Call, Expansion, Given, Note, given, sum_of
 from attncalc.core.ops import Op
+from attncalc.core.products import rowwise
 from attncalc.errors import InputError
 
 # Chebyshev coefficients of erfc (Numerical Recipes, 3rd ed., §6.2.2): |error| < 1.2e-16.
@@ -86,7 +87,8 @@ class Activation(Op):
         self.fn = fn
 
     def compute(self, x):
-        return ACTIVATIONS[self.fn](x)
+        act = ACTIVATIONS[self.fn]
+        return rowwise(lambda rows, out: np.copyto(out, act(rows)), np.asarray(x, dtype=float))
 
     def explain(self, xs, idx, g):
         x = float(xs[0][idx])
@@ -103,9 +105,8 @@ class SwiGLU(Op):
     fn = "silu"
 
     def compute(self, gate, up):
-        h = ACTIVATIONS[self.fn](gate)
-        h *= up
-        return h
+        act = ACTIVATIONS[self.fn]
+        return rowwise(lambda g, u, out: np.multiply(act(g), u, out=out), gate, up)
 
     def explain(self, xs, idx, g):
         a, b = float(xs[0][idx]), float(xs[1][idx])
@@ -167,7 +168,11 @@ class RMSNorm(Op):
 
     def compute(self, x, gamma):
         weight = np.add(gamma, self.offset, dtype=np.float64) if self.offset else gamma  # 1 + γ in float64
-        return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + self.eps) * weight
+
+        def rows(r, out):
+            np.multiply(r / np.sqrt((r * r).mean(axis=-1, keepdims=True) + self.eps), weight, out=out)
+
+        return rowwise(rows, np.asarray(x, dtype=float))
 
     def explain(self, xs, idx, g):
         x, gamma = xs

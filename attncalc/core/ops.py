@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from attncalc.core.expansion import Call, Expansion, Note, Written, given, sum_of, sum_of_products
-from attncalc.core.products import matmul
+from attncalc.core.products import in_two, matmul, rowwise
 from attncalc.errors import InputError
 
 
@@ -199,7 +199,8 @@ class Scale(Op):
     reuses_input = True  # Graph.evaluate may let S_scaled be written over S
 
     def compute(self, s, bias=None, reuse=False):
-        out = np.multiply(s, self.c, out=s if reuse else None)
+        s = np.asarray(s, dtype=float)
+        out = rowwise(lambda x, o: np.multiply(x, self.c, out=o), s, out=s if reuse else None)
         if bias is None:
             return out
         return np.add(out, bias, out=out) if np.broadcast_shapes(out.shape, bias.shape) == out.shape else out + bias
@@ -234,8 +235,9 @@ class Mask(Op):
         allowed = m != 0
         if allowed.all():
             return s  # nothing blocked: no copy of an h·n² matrix
-        if reuse:
-            np.copyto(s, -np.inf, where=~allowed)  # [n, m] broadcast over heads
+        if reuse and s.flags.c_contiguous:
+            heads, blocked = s.reshape(-1, *s.shape[-2:]), ~allowed  # [n, m] broadcast over the heads
+            in_two(lambda a, b: np.copyto(heads[a:b], -np.inf, where=blocked), len(heads), s.size)
             return s
         return np.where(allowed, s, -np.inf)
 
@@ -256,19 +258,47 @@ class Mask(Op):
 SHIFT_ABOVE = 3.0
 
 
+SOFTMAX_ROWS = 64  # a softmax works 64 rows at a time (256 KiB of a 512-key row block: in L2)
+
+
+def _finite_columns(x: np.ndarray) -> tuple[int, int]:
+    """(lo, hi): every column of x outside lo … hi is −∞ in every row (a causal mask blocks the keys after
+    a block of queries, a sliding window those before). NaN counts as finite: it is computed, and refused."""
+    found = np.flatnonzero(np.maximum.reduce(x, axis=0) != -np.inf)
+    return (int(found[0]), int(found[-1]) + 1) if found.size else (0, 0)
+
+
 class Softmax(Op):
     """Row-wise softmax, max subtracted first; a fully blocked row gives zeros (never NaN)."""
 
     reuses_input = True  # Graph.evaluate may let A be written over S_masked
 
     def compute(self, s, reuse=False):
-        top = np.max(s, axis=-1, keepdims=True)
-        top[~np.isfinite(top)] = 0.0  # a fully blocked row: every e^−∞ is 0 …
-        e = np.subtract(s, top, out=s if reuse else None, dtype=float)  # one h·n² buffer, worked in place
-        np.exp(e, out=e)
-        total = e.sum(axis=-1, keepdims=True)
-        total[total == 0] = 1.0  # … and 0 / 1 stays 0, never NaN
-        e /= total
+        s = np.asarray(s, dtype=float)
+        e = s if reuse and s.flags.c_contiguous else np.empty(s.shape)  # one h·n² buffer, worked in place
+        rows = s.reshape(-1, s.shape[-1])
+        out = e.reshape(rows.shape)
+        count = -(-rows.shape[0] // SOFTMAX_ROWS) if rows.size else 0
+
+        def work(start, stop):
+            for b in range(start, stop):
+                part = slice(b * SOFTMAX_ROWS, (b + 1) * SOFTMAX_ROWS)
+                x, y = rows[part], out[part]
+                lo, hi = _finite_columns(x)  # e^−∞ = 0 outside: no exp for them
+                y[:, :lo] = 0.0
+                y[:, hi:] = 0.0
+                if lo == hi:
+                    continue  # every key blocked: zeros, never NaN
+                x, z = x[:, lo:hi], y[:, lo:hi]
+                top = np.maximum.reduce(x, axis=-1, keepdims=True)
+                top[~np.isfinite(top)] = 0.0  # a fully blocked row: every e^−∞ is 0 …
+                np.subtract(x, top, out=z)
+                np.exp(z, out=z)
+                total = np.add.reduce(y, axis=-1, keepdims=True)  # the whole row, zeros too: the unblocked sum
+                total[total == 0] = 1.0  # … and 0 / 1 stays 0, never NaN
+                np.divide(z, total, out=z)
+
+        in_two(work, count, rows.size)
         return e
 
     def explain(self, xs, idx, g):

@@ -13,6 +13,7 @@ import numpy as np
 from attncalc.core import positions
 from attncalc.core.expansion import Call, Expansion, Given, Note, Written, given
 from attncalc.core.ops import Op
+from attncalc.core.products import rowwise
 
 
 class Sinusoidal(Op):
@@ -150,9 +151,17 @@ class Rope(Op):
     def compute(self, x, angles):
         n, width = x.shape
         dk = width // self.h
-        xh = x.reshape(n, self.h, dk).transpose(1, 0, 2)  # [h, n, d_k]
-        out = positions.rope_rotate(xh, angles, self.layout, self.factor)
-        return out.transpose(1, 0, 2).reshape(n, width)
+
+        def rows(x, angles, out):
+            xh = x.reshape(len(x), self.h, dk).transpose(1, 0, 2)  # [h, n, d_k]
+            turned = positions.rope_rotate(xh, angles, self.layout, self.factor)
+            out[...] = turned.transpose(1, 0, 2).reshape(len(x), width)
+
+        if np.shape(angles)[:1] != (n,):  # not a row of angles per row of x: one call, whose error names it
+            out = np.empty(x.shape)
+            rows(x, angles, out)
+            return out
+        return rowwise(rows, x, np.asarray(angles, dtype=float))
 
     def explain(self, xs, idx, g):
         x, angles = xs

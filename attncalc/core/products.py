@@ -15,12 +15,15 @@ the numbers are the same.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 BUFFER_VALUES = 1 << 16  # float64 values of the block buffer: 512 KiB, a core's share of L2
 PROMPT_BUFFER_VALUES = 1 << 22  # … for a product of PARALLEL_ROWS rows or more: 32 MiB, whole FFN weights
 PARALLEL_ROWS = 64  # a product of this many rows is bound by arithmetic, not memory: worth a second thread
 set_threads = None  # (threads) -> None: attncalc/blas.py installs BLAS's own when it can change it
+SPLIT_VALUES = 1 << 16  # an elementwise pass over this many values is worth a second thread (~0.5 ms of exp)
 ALIGN = 64  # blocks start at multiples of 64 columns: BLAS kernels work 4–16 outputs at a time, and a block
 # edge inside such a group would give its last columns to the tail kernel, whose sum runs in another order
 
@@ -60,4 +63,48 @@ def widened_matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
         np.copyto(part, w[:, start : start + width])
         np.matmul(x, part, out=out[:, start : start + width])
         start += width
+    return out
+
+
+def in_two(work, count: int, values: int) -> None:
+    """work(start, stop) over items 0 … count, the second half on another thread when a second core is
+    allowed (set_threads installed) and the work touches ≥ SPLIT_VALUES values. NumPy's loops release the
+    GIL, so two halves of an exp or a softmax run at once; each item is computed by the same calls either
+    way, so the numbers are the same. The other thread checks floating-point errors as the caller does
+    (np.errstate is per thread), and its exception is raised here."""
+    if set_threads is None or count < 2 or values < SPLIT_VALUES:
+        work(0, count)
+        return
+    mid, errors, failed = count // 2, np.geterr(), []
+
+    def second():
+        try:
+            with np.errstate(**errors):
+                work(mid, count)
+        except BaseException as e:  # raised again on the caller's thread
+            failed.append(e)
+
+    helper = threading.Thread(target=second, daemon=True)
+    helper.start()
+    try:
+        work(0, mid)
+    finally:
+        helper.join()
+    if failed:
+        raise failed[0]
+
+
+def rowwise(fn, *xs: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """fn(*rows, out_rows) over the rows (all axes but the last) of arrays with the same rows, into `out`
+    (a new float64 array shaped like xs[0] when None), the two halves on two threads (in_two). Each row
+    is computed by the same calls either way: the same numbers."""
+    first = xs[0]
+    out = np.empty(first.shape) if out is None else out
+    if first.ndim < 2 or first.size == 0 or not out.flags.c_contiguous:  # (rows of another layout: copies)
+        fn(*xs, out)
+        return out
+    rows = first.size // first.shape[-1]
+    flat = [x.reshape(rows, -1) for x in xs]
+    target = out.reshape(rows, -1)
+    in_two(lambda a, b: fn(*(f[a:b] for f in flat), target[a:b]), rows, first.size)
     return out
