@@ -9,6 +9,7 @@ character cut in two (a CJK character spread over tokens) as <0xE7>.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sys
@@ -59,7 +60,8 @@ def unbyte_table() -> dict[int, str]:
 
 SHOWN_TABLE = str.maketrans(SHOWN)
 # and, after decoding with surrogateescape, each byte of a character cut in two (U+DC80 … U+DCFF) as <0xNN>
-BYTES_SHOWN_TABLE = {**SHOWN_TABLE, **{0xDC00 + b: f"<0x{b:02X}>" for b in range(0x80, 0x100)}}
+BYTES_SHOWN = {**SHOWN, **{chr(0xDC00 + b): f"<0x{b:02X}>" for b in range(0x80, 0x100)}}
+BYTES_SHOWN_TABLE = str.maketrans(BYTES_SHOWN)
 
 
 def readable(token: str, unbyte: dict[int, str] | None) -> str:
@@ -134,16 +136,19 @@ class TextTokenizer:
         by_id = self.by_id
         if by_id is None:
             return [f"#{i}" for i in range(size)]
-        unbyte = unbyte_table() if self.byte_level else None
-        labels, seen = [], set()
-        for i in range(size):
-            token = by_id.get(i, f"<unused {i}>")
-            label = token if token in self.special else readable(token, unbyte)
-            if label in seen:  # two tokens that read alike stay apart
-                label = f"{label}#{i}"
-            seen.add(label)
-            labels.append(label)
-        return labels
+        if all(map(by_id.__contains__, range(size))):
+            tokens = list(map(by_id.__getitem__, range(size)))
+        else:  # ids the vocabulary skips
+            tokens = [by_id.get(i, f"<unused {i}>") for i in range(size)]
+        from attncalc.inputs.checkpoints.labels import readable_all, unique
+
+        labels = readable_all(tokens, self.byte_level)
+        if labels is None:
+            unbyte = unbyte_table() if self.byte_level else None
+            labels = [readable(t, unbyte) for t in tokens]
+        for i in itertools.compress(range(size), map(self.special.__contains__, tokens)):
+            labels[i] = tokens[i]  # a special token as the file spells it
+        return unique(labels)
 
     def encode(self, text: str) -> list[int]:
         if self.refusal is not None:
