@@ -138,13 +138,22 @@ def _stand_in(value):
     return np.broadcast_to(np.float32(0), value.shape) if isinstance(value, Lazy) else value
 
 
-def _require_extra():
+def _require_extra(gguf_file: bool):
+    """The models extra, installed whole; gguf (76 ms, and yaml with it) imported only to read a .gguf file."""
+    from importlib.util import find_spec
+
     try:
-        import gguf  # noqa: F401
         import safetensors  # noqa: F401
         import tokenizers  # noqa: F401
+
+        if gguf_file:
+            import gguf  # noqa: F401
     except ImportError as e:
-        raise InputError("--model", f"the models extra ({PIP})", f"{e.name} is not installed") from None
+        missing = e.name
+    else:
+        missing = None if gguf_file or find_spec("gguf") else "gguf"
+    if missing:
+        raise InputError("--model", f"the models extra ({PIP})", f"{missing} is not installed")
 
 
 def cache_roots() -> list[str]:
@@ -202,7 +211,7 @@ def _safetensors_files(folder: str) -> list[str]:
 
 def open_checkpoint(spec: str) -> Checkpoint:
     """Read a checkpoint's config, tokenizer and tensor index (no weight is read yet)."""
-    _require_extra()
+    _require_extra(spec.endswith(".gguf"))
     from attncalc import blas
     from attncalc.inputs.checkpoints import tokens
 
