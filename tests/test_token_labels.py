@@ -6,6 +6,7 @@ not byte-spelled tokens.
 """
 
 import importlib.util
+import json
 import os
 
 import pytest
@@ -122,3 +123,50 @@ def test_real_vocabularies_get_the_references_labels(which):
     tok, size = ckpt.tokenizer, ckpt.rows()
     assert ckpt.labels() == reference_labels(tok.by_id, tok.special, tok.byte_level, size)
     assert len(set(ckpt.labels())) == size
+
+
+BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+
+
+@pytest.mark.parametrize(
+    "pre, decoder",
+    [
+        (None, None),
+        ({"type": "Whitespace"}, None),
+        (BYTE_LEVEL, None),
+        ({"type": "Whitespace"}, BYTE_LEVEL),
+        (BYTE_LEVEL, {"type": "WordPiece", "prefix": "##", "cleanup": True}),
+        (None, {"type": "Sequence", "decoders": [{"type": "Fuse"}, BYTE_LEVEL]}),
+    ],
+)
+def test_a_tokenizer_json_is_byte_level_as_its_decoder_else_its_pre_tokenizer_says(tmp_path, pre, decoder):
+    pytest.importorskip("tokenizers")
+    import crafted
+
+    from attncalc.inputs.checkpoints.tokens import from_folder
+
+    spec = crafted.tokenizer_json(pre_tokenizer=pre, decoder=decoder)
+    folder = crafted.folder(tmp_path / "m", tokenizer=spec)
+    expected = "ByteLevel" in json.dumps(spec.get("decoder") or spec.get("pre_tokenizer") or {})  # as it was read
+    assert from_folder(folder, {}).byte_level is expected
+
+
+def test_a_fixtures_vocab_is_checked_once_while_it_stays_the_same_list():
+    from attncalc.core.fixture import Fixture
+    from attncalc.errors import InputError
+
+    vocab = ["a", "b", "c"]
+    fx = Fixture({"vocab": vocab, "source": ["c"]})
+    assert fx.vocab() is vocab and fx.tokens("source") == ["c"]
+    vocab.append("a")  # changed in place after its check: checked again
+    with pytest.raises(InputError, match=r"vocab\[3\].*unique"):
+        fx.vocab()
+    vocab[3], vocab[2] = "d", "z"
+    fx.raw["source"] = ["z", "d"]
+    assert fx.tokens("source") == ["z", "d"]
+    fx.raw["source"] = ["c"]
+    with pytest.raises(InputError, match=r"source\[0\]"):
+        fx.tokens("source")
+    fx.raw["vocab"] = ["x", "x"]  # another list
+    with pytest.raises(InputError, match="unique"):
+        fx.vocab()
