@@ -1,5 +1,5 @@
 """A whole vocabulary's labels at once, at C speed: what `tokens.readable` gives token by token (0.2 s for
-SmolLM2's 49,152 tokens, 0.6 s for Qwen2's 151,936), and `unique`, the rule that keeps them apart.
+SmolLM2's 49,152 tokens, 0.55 s for a Qwen2-size 151,936), and `unique`, the rule that keeps them apart.
 
 The tokens are joined by NUL; a byte-level vocabulary is respelled as bytes in one NumPy lookup, each NUL
 as the UTF-8 of U+10FFFF, decoded once and split there: a lead byte ends any character cut in two before
@@ -8,8 +8,6 @@ it, so each token decodes as it would alone.
 
 from __future__ import annotations
 
-import itertools
-import operator
 import re
 
 import numpy as np
@@ -77,13 +75,12 @@ def _shown(text: str, broken: bool) -> str:
 def unique(labels: list[str]) -> list[str]:
     """Each label that reads like an earlier one gets its id (`label#id`), in place: at C speed unless such
     a `label#id` reads like another label too, then id by id as the rule is written."""
-    size = len(labels)
-    first = dict(zip(reversed(labels), range(size - 1, -1, -1)))  # each label's first id
-    if len(first) == size:
+    known = set(labels)
+    if len(known) == len(labels):
         return labels
-    again = itertools.compress(range(size), map(operator.ne, map(first.__getitem__, labels), range(size)))
+    again = [i for i, first in _repeats(labels) if i != first]
     marked = {i: f"{labels[i]}#{i}" for i in again}
-    if first.keys().isdisjoint(marked.values()):
+    if known.isdisjoint(marked.values()):
         for i, label in marked.items():
             labels[i] = label
         return labels
@@ -93,3 +90,14 @@ def unique(labels: list[str]) -> list[str]:
             labels[i] = label = f"{label}#{i}"
         seen.add(label)
     return labels
+
+
+def _repeats(labels: list[str]) -> list[tuple[int, int]]:
+    """(id, the first id of its label) for every id whose label some other id has too, found among the ids
+    whose labels hash alike (sorted by hash in NumPy: a dict of 262,144 labels costs 0.1 s more)."""
+    hashes = np.fromiter(map(hash, labels), np.int64, len(labels))  # [ids]; each str keeps its hash
+    order = np.argsort(hashes, kind="stable")
+    alike = hashes[order[1:]] == hashes[order[:-1]]
+    first: dict[str, int] = {}
+    ids = sorted(set(order[1:][alike].tolist()) | set(order[:-1][alike].tolist()))
+    return [(i, first.setdefault(labels[i], i)) for i in ids]

@@ -135,9 +135,8 @@ class TextTokenizer:
         by_id = self.by_id
         if by_id is None:
             return [f"#{i}" for i in range(size)]
-        if all(map(by_id.__contains__, range(size))):
-            tokens = list(map(by_id.__getitem__, range(size)))
-        else:  # ids the vocabulary skips
+        tokens = list(map(by_id.get, range(size)))
+        if not all(tokens):  # ids the vocabulary skips (None), or an empty token
             tokens = [by_id.get(i, f"<unused {i}>") for i in range(size)]
         from attncalc.inputs.checkpoints.labels import readable_all, unique
 
