@@ -12,10 +12,10 @@ import re
 
 import numpy as np
 
-from attncalc.inputs.checkpoints.tokens import BYTES_SHOWN, SHOWN, byte_alphabet, readable
+from attncalc.inputs.checkpoints.tokens import BYTES_SHOWN_TABLE, SHOWN, byte_alphabet, readable
 
 _JOIN, _CUT = "\x00", "\U0010ffff"
-_BROKEN = re.compile("[\udc80-\udcff]+")  # a character cut in two: its bytes, as surrogateescape spells them
+_BROKEN = re.compile("([\udc80-\udcff]+)")  # a character cut in two: its bytes, as surrogateescape spells them
 
 
 def _byte_lookup() -> tuple[np.ndarray, np.ndarray]:
@@ -65,11 +65,14 @@ def _bytes(joined: str) -> tuple[bytes, list[int]]:
 
 
 def _shown(text: str, broken: bool) -> str:
-    """text.translate(str.maketrans(SHOWN or BYTES_SHOWN)): a replace for each blank, and (`broken`) each
-    run of a broken character's bytes at once."""
+    """text.translate(str.maketrans(SHOWN or BYTES_SHOWN)): a replace for each blank, and (`broken`) the runs
+    of a broken character's bytes translated together (a split between them keeps the rest apart)."""
     for char, label in SHOWN.items():
         text = text.replace(char, label)
-    return _BROKEN.sub(lambda run: "".join(map(BYTES_SHOWN.__getitem__, run.group())), text) if broken else text
+    parts = _BROKEN.split(text) if broken else [text]  # [text, run, text, run, …, text]
+    if len(parts) > 1:
+        parts[1::2] = "\x00".join(parts[1::2]).translate(BYTES_SHOWN_TABLE).split("\x00")  # runs hold no NUL
+    return "".join(parts)
 
 
 def unique(labels: list[str]) -> list[str]:

@@ -59,8 +59,7 @@ def unbyte_table() -> dict[int, str]:
 
 SHOWN_TABLE = str.maketrans(SHOWN)
 # and, after decoding with surrogateescape, each byte of a character cut in two (U+DC80 … U+DCFF) as <0xNN>
-BYTES_SHOWN = {**SHOWN, **{chr(0xDC00 + b): f"<0x{b:02X}>" for b in range(0x80, 0x100)}}
-BYTES_SHOWN_TABLE = str.maketrans(BYTES_SHOWN)
+BYTES_SHOWN_TABLE = {**SHOWN_TABLE, **{0xDC00 + b: f"<0x{b:02X}>" for b in range(0x80, 0x100)}}
 
 
 def readable(token: str, unbyte: dict[int, str] | None) -> str:
@@ -140,12 +139,12 @@ class TextTokenizer:
             tokens = [by_id.get(i, f"<unused {i}>") for i in range(size)]
         from attncalc.inputs.checkpoints.labels import readable_all, unique
 
-        labels = readable_all(tokens, self.byte_level)
-        if labels is None:
-            unbyte = unbyte_table() if self.byte_level else None
-            labels = [readable(t, unbyte) for t in tokens]
-        for i in itertools.compress(range(size), map(self.special.__contains__, tokens)):
-            labels[i] = tokens[i]  # a special token as the file spells it
+        unbyte = unbyte_table() if self.byte_level else None
+        labels = readable_all(tokens, self.byte_level) or [readable(t, unbyte) for t in tokens]
+        spelled = {t for t in self.special if readable(t, unbyte) != t}  # the others read as they are spelled
+        if spelled:  # a special token's label is the token as the file spells it
+            for i in itertools.compress(range(size), map(spelled.__contains__, tokens)):
+                labels[i] = tokens[i]
         return unique(labels)
 
     def encode(self, text: str) -> list[int]:
