@@ -65,7 +65,7 @@ def _bytes(joined: str) -> tuple[bytes, list[int]]:
 
 
 def _shown(text: str, broken: bool) -> str:
-    """text.translate(str.maketrans(SHOWN or BYTES_SHOWN)): a replace for each blank, and (`broken`) the runs
+    """text.translate(SHOWN_TABLE or BYTES_SHOWN_TABLE): a replace for each blank, and (`broken`) the runs
     of a broken character's bytes translated together (a split between them keeps the rest apart)."""
     for char, label in SHOWN.items():
         text = text.replace(char, label)
