@@ -74,6 +74,30 @@ def test_the_sizing_commands_do_not_import_numpy():
         assert '"kv_bytes"' in run.stdout or '"bytes"' in run.stdout
 
 
+MODULES_PROBE = """
+import sys
+from attncalc.cli.app import app
+try:
+    app([{args}], prog_name="attncalc")
+except SystemExit:
+    pass
+print(" ".join(m for m in ("gguf", "yaml", "numpy.ma") if m in sys.modules) or "CLEAN")
+"""
+
+
+def test_a_safetensors_model_imports_neither_gguf_nor_what_it_needs(tmp_path):
+    # gguf (76 ms, and yaml with it) reads .gguf files only; np.unique would bring numpy.ma (16 ms)
+    for package in ("gguf", "safetensors", "tokenizers"):
+        pytest.importorskip(package)
+    import crafted
+
+    folder = crafted.folder(tmp_path / "model")
+    args = f"'decoder', '--model', {folder!r}, '--ids', '1 2 3', '-f', 'json', '--only', 'dec_out'"
+    run = subprocess.run([sys.executable, "-c", MODULES_PROBE.format(args=args)], capture_output=True, text=True)
+    assert run.stdout.strip().splitlines()[-1] == "CLEAN", run.stdout[-500:] + run.stderr
+    assert '"dec_out"' in run.stdout
+
+
 TEXTUAL_PROBE = """
 import sys
 from attncalc.cli.app import app

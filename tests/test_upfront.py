@@ -198,3 +198,21 @@ def test_a_number_too_big_in_a_big_json_worksheet_is_named_as_written():
     text = json.dumps({"Q": rows}).replace("Infinity", "1e999")  # finite digits, infinite in float64
     with pytest.raises(attncalc.InputError, match=r"^s: Q\[0\]\[1\]: expected a finite number, found 1e999$"):
         parse_worksheet(text, "s")
+
+
+def test_a_models_stand_in_is_built_only_for_a_document_that_may_be_refused(cli, tmp_path, monkeypatch):
+    # --only's tensors are never refused: the stand-in graph that sizes a whole stage's document is not built
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("safetensors")
+    import crafted
+
+    from attncalc.inputs.checkpoints import Checkpoint
+
+    folder, made = crafted.folder(tmp_path / "model"), []
+    real = Checkpoint.stand_in
+    monkeypatch.setattr(Checkpoint, "stand_in", lambda self, *a, **k: made.append(a) or real(self, *a, **k))
+    whole = cli("decoder", "--model", folder, "--ids", "1 2 3", "-f", "json")
+    assert whole.exit_code == 0 and len(made) == 1, whole.output
+    only = cli("decoder", "--model", folder, "--ids", "1 2 3", "-f", "json", "--only", "dec_out")
+    assert only.exit_code == 0 and len(made) == 1, only.output
+    assert json.loads(only.stdout)["tensors"]["dec_out"] == json.loads(whole.stdout)["tensors"]["dec_out"]

@@ -129,14 +129,14 @@ def stage_command(stage: str):
             o.quiet_blas_threads(model)
             from attncalc.api import Calculation
             from attncalc.render import latex
-            from attncalc.render.output import drawn_names, emit, refuse_huge_document, resolve_format
+            from attncalc.render.output import drawn_names, emit, may_refuse, refuse_huge_document, resolve_format
 
             req = o.request(ctx, stage)
             if train_cmd.asked(training):
                 opts = dict(fmt=fmt, precision=precision, work=work, cell=cell, only=only, standalone=standalone)
                 return train_cmd.run(req, training, **opts)
             names = arguments.names(only)
-            if resolve_format(fmt) == "json" and req.model is not None:  # sized before a weight is read
+            if resolve_format(fmt) == "json" and req.model is not None and may_refuse(names):  # before any weight
                 refuse_huge_document(Calculation(req, stand_in=True).session, names)
             calc = Calculation(req)
             if resolve_format(fmt) == "json":

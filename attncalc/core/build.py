@@ -58,7 +58,7 @@ class Builder:
         if len(tokens) <= 16:
             return [vocab.index(t) for t in tokens]
         if self._rows is None or self._rows[0] is not vocab:
-            self._rows = (vocab, {t: i for i, t in reversed(list(enumerate(vocab)))})  # reversed: the first wins
+            self._rows = (vocab, dict(zip(reversed(vocab), range(len(vocab) - 1, -1, -1))))  # the first wins
         return [self._rows[1][t] for t in tokens]
 
     # ---- inputs ----------------------------------------------------------------------------

