@@ -317,9 +317,9 @@ class Calculation:
     def check(self, worksheet, *, tol: float | None = None, precision: int = 3, hint: bool = False) -> CheckReport:
         """Your own numbers against the model's: a dict {"S": [[…]]}, a worksheet's path or its text.
         With `layer=N` (and `head=H`) loaded, `A` means layer N's A (and a [n, m] sheet head H of it).
-        `hint=True` adds the report's "hint": the first wrong cell's inputs and first step (attncalc/hint.py)."""
+        `hint=True` adds the report's "hint": the first wrong cell's inputs and first step (attncalc/learn/hint.py)."""
         from attncalc import arguments
-        from attncalc.check import check
+        from attncalc.learn.check import check
 
         tol, precision = arguments.check("tol", tol), arguments.check("precision", precision)
         sheets = read_worksheet(worksheet, self.fits)
@@ -332,14 +332,14 @@ class Calculation:
     def fits(self, sheets: dict, line: int) -> None:
         """A long worksheet's tensors as far as its first `line` lines go against this model's shapes, before
         the rest is parsed (check.refuse_misfit)."""
-        from attncalc.check import refuse_misfit
+        from attncalc.learn.check import refuse_misfit
 
         graph, prefix = self._graph_for(sheets)
         refuse_misfit(graph, sheets, line, prefix)
 
     def _graph_for(self, sheets: dict):
         """(the graph that holds every tensor of `sheets`, the prefix a bare name means with `layer`)."""
-        from attncalc.check import stage_for
+        from attncalc.learn.check import stage_for
 
         graph = self.graph
         needed = stage_for(sheets)
@@ -351,8 +351,8 @@ class Calculation:
     def decoder_model(self):
         """The model generation runs: weights read once, the encoder (if any) run once."""
         from attncalc.core.build import Options
-        from attncalc.decoding import Model
         from attncalc.inputs.session import refuse_missing_half
+        from attncalc.run.decoding import Model
 
         refuse_missing_half(self.request, self.session.fixture, "generate")
         if not self.session.strict:
@@ -387,7 +387,7 @@ class Calculation:
     ):
         """Decode one token at a time: `.generated` (the tokens) and `.steps` (each step's tensors)."""
         from attncalc import arguments
-        from attncalc.decoding import Settings, generate
+        from attncalc.run.decoding import Settings, generate
 
         given = dict(max_new_tokens=max_new_tokens, strategy=strategy, temperature=temperature, top_k=top_k)
         for name, value in {**given, "top_p": top_p, "seed": seed, "kv_cache": kv_cache}.items():
@@ -416,14 +416,14 @@ class Calculation:
     def walk(self, lang: str | None = None, *, start: str | None = None, end: str | None = None) -> list:
         """The walk's screens as data (walk.Screen: title, formulas, why-texts, tensors, a worked cell)."""
         from attncalc import texts
-        from attncalc.walk import WALK_STAGES, make_screens, stage_range
+        from attncalc.learn.walk import WALK_STAGES, make_screens, stage_range
 
         if lang is not None and lang not in texts.LANGS:
             raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
         lo, hi = stage_range(start, end)
         screens = make_screens(self.session, self.values(), lang or texts.current(), lo, hi)
         if self.training is not None and lo <= WALK_STAGES.index("backward") <= hi:
-            from attncalc.walk_backward import update_screens
+            from attncalc.learn.walk_backward import update_screens
 
             screens += update_screens(self.session, self.training, lang or texts.current(), 3)
         return screens
@@ -441,8 +441,8 @@ class Calculation:
         """The walk as one self-contained web page (what `attncalc walk --html FILE` writes): its HTML,
         also written to `path` when given. `quiz` starts it with the quiz on."""
         from attncalc import texts
+        from attncalc.learn.walk import Walk, stage_range, tell
         from attncalc.render.page import page_html, save_page
-        from attncalc.walk import Walk, stage_range, tell
 
         if lang is not None and lang not in texts.LANGS:
             raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
@@ -462,7 +462,7 @@ class Backward(Calculation):
     optimiser was asked for)."""
 
     def __init__(self, request: Request, optimizer=None, lr=None, steps=None, where: str = "optimizer", on_step=None):
-        from attncalc.train import refuse_checkpoint, take_steps
+        from attncalc.run.train import refuse_checkpoint, take_steps
 
         asked = optimizer is not None or lr is not None or steps is not None
         if asked:

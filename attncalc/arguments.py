@@ -1,6 +1,6 @@
 """What every argument a person gives must be, said once for the command line and the Python API.
 
-The CLI's option coercion (`cli/options.plain_coercion`), its word checks (`cli/app.check_choices`)
+The CLI's option coercion (`cli/options.plain_coercion`), its word checks (`cli/options.check_choices`)
 and the API's keywords (`api.load`, `Calculation.check`, `Calculation.generate`) all call `check`
 (or `parse`, for the text an option gets), so `--scale nan` and `load(scale=float("nan"))` are
 refused by the same rule, naming the option (`--scale`) or the keyword (`scale`).

@@ -57,8 +57,8 @@ def parts(runs: int) -> dict[str, float]:
 
     import numpy as np
 
-    from attncalc import blas
     from attncalc.core import products
+    from attncalc.run import blas
 
     blas.CHOSEN = True
     blas.install()

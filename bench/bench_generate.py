@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from attncalc.decoding import Model, Settings, generate  # noqa: E402
+from attncalc.run.decoding import Model, Settings, generate  # noqa: E402
 
 
 def random_model(

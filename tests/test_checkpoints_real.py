@@ -128,7 +128,7 @@ def smol_reference():
 
 @need_smol
 def test_smollm2_logits_and_greedy_tokens_equal_transformers(smol_reference):
-    from attncalc.decoding import Model, Settings, generate
+    from attncalc.run.decoding import Model, Settings, generate
 
     torch, model, tokenizer = smol_reference
     text = "The capital of France is"

@@ -1,4 +1,4 @@
-"""attncalc.cost against published parameter totals, transformers' own models and arithmetic done by hand.
+"""attncalc.serving.cost against published parameter totals, transformers' own models and arithmetic done by hand.
 
 Hardware for issue 15's example: an H100 SXM, 3.35 TB/s and 989 TFLOP/s dense BF16 (half the sheet's
 1,979 "with sparsity"), 80 GB.
@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from attncalc.cost import causal_pairs, parameter_terms, serving_cost
 from attncalc.errors import InputError
-from attncalc.hardware import PRESETS, custom, preset, quantity
 from attncalc.inputs.model_config import read_config
-from attncalc.kvcache import DTYPE_BYTES
+from attncalc.serving.cost import causal_pairs, parameter_terms, serving_cost
+from attncalc.serving.hardware import PRESETS, custom, preset, quantity
+from attncalc.serving.kvcache import DTYPE_BYTES
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
 PUBLISHED = {  # the totals on each model card / in each paper

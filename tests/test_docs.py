@@ -239,9 +239,10 @@ def attncalc_problems(args: list[str], created: set[str], written: str) -> list[
     import typer.main
     from typer.core import _click
 
-    from attncalc import hardware, schemas
+    from attncalc import schemas
     from attncalc.inputs.examples import example_names
     from attncalc.render import formats
+    from attncalc.serving import hardware
 
     group = typer.main.get_command(app)
     if not args or args[0].startswith("-"):

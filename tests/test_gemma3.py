@@ -132,7 +132,7 @@ def test_tiny_gemma3_equals_transformers(tiny):
 
 
 def test_tiny_gemma3_greedy_tokens_equal_transformers(tiny):
-    from attncalc.decoding import Model, Settings, generate
+    from attncalc.run.decoding import Model, Settings, generate
 
     folder, model, torch = tiny
     ckpt, _ = tiny_graph(folder)
@@ -242,8 +242,8 @@ def test_gemma3_tokens_equal_its_tokenizer(gemma_path, gemma_reference):
 
 @need_gemma
 def test_gemma3_logits_and_greedy_tokens_equal_transformers(gemma_path, gemma_reference):
-    from attncalc.decoding import Model, Settings, generate
     from attncalc.inputs.checkpoints import open_checkpoint
+    from attncalc.run.decoding import Model, Settings, generate
 
     ckpt = open_checkpoint(gemma_path)
     ids = ckpt.encode(TEXT)

@@ -1,4 +1,4 @@
-"""Tests for attncalc.kvcache (docs/kvcache-config.md) against published config.json files in tests/configs/.
+"""Tests for attncalc.serving.kvcache (docs/kvcache-config.md) against published config.json files in tests/configs/.
 
 Every expected byte count below was multiplied out by hand in the comment next to it
 (bytes = 2 × layers × kv_heads × head_dim × tokens × batch × bytes_per_value).
@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from attncalc.errors import InputError  # noqa: E402
-from attncalc.kvcache import DTYPE_BYTES, human, kv_cache, read_config  # noqa: E402
+from attncalc.serving.kvcache import DTYPE_BYTES, human, kv_cache, read_config  # noqa: E402
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
 

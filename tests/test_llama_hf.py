@@ -159,7 +159,7 @@ def test_decoder_stage_through_the_cli_matches_llama(cli):
 @pytest.mark.parametrize("make", [tinyllama, randomized], ids=["tinyllama", "randomized"])
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_greedy_generation_matches_llama(make, use_cache):
-    decoding = pytest.importorskip("attncalc.decoding")
+    decoding = pytest.importorskip("attncalc.run.decoding")
     raw = make()
     model = hf_model(raw)
     eos = raw["vocab"].index(raw["special"]["eos"])
@@ -182,6 +182,6 @@ def test_greedy_generation_matches_llama(make, use_cache):
 
 
 def test_generate_command_on_tinyllama(cli):
-    pytest.importorskip("attncalc.decoding")
+    pytest.importorskip("attncalc.run.decoding")
     d = doc(cli("generate", "--example", "tinyllama", "-f", "json"))
     assert d["generated"] == ["sat", "on", "a", "mat", "</s>"]

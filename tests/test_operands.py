@@ -9,7 +9,7 @@ import pytest
 from attncalc.core.layer_ops import Activation, LayerNorm, Mean, NegLogLikelihood, RMSNorm, SwiGLU
 from attncalc.core.ops import Add, Affine, Attend, Identity, Lookup, Mask, Scale, Scores, Softmax
 from attncalc.core.position_ops import Alibi, Angles, MaskMatrix, Rope, Sinusoidal
-from attncalc.decoding import Append
+from attncalc.run.decoding import Append
 
 RNG = np.random.default_rng(7)
 

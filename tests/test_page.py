@@ -13,9 +13,9 @@ from browser import SEEN_COLOURS, browser, contrast  # noqa: F401 (browser: the 
 
 import attncalc
 from attncalc import texts
+from attncalc.learn.tolerance import judge
 from attncalc.render.check_view import either
 from attncalc.render.text import explanation_text, fmt
-from attncalc.tolerance import judge
 
 BYTES = 1_000_000  # "well under 1 MB" for one example's page
 

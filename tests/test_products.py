@@ -96,8 +96,8 @@ def test_a_product_of_many_rows_asks_for_two_threads_and_gives_them_back(monkeyp
 
 
 def test_threads_the_user_chose_are_left_alone(monkeypatch):
-    from attncalc import blas
     from attncalc.cli.options import quiet_blas_threads
+    from attncalc.run import blas
 
     monkeypatch.setattr(blas, "CHOSEN", False)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")

@@ -82,7 +82,7 @@ def test_a_whole_sheet_rounded_true_at_three_decimals_is_right(check, truth):
 
 def test_quiz_uses_the_same_paths(cli):
     from attncalc import load
-    from attncalc.tolerance import judge
+    from attncalc.learn.tolerance import judge
 
     g = load("woaini").graph
     assert judge("0.44", 0.4257, g, "Q", (1, 0), 3) == (False, ["0.40", "0.42", "0.43"])

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from attncalc.cost import parameter_terms, serving_cost
 from attncalc.errors import InputError
-from attncalc.estimate import experts_touched, kv_heads_per_gpu, parse_efficiency
-from attncalc.hardware import EFFICIENCY, preset
 from attncalc.inputs.model_config import read_config
+from attncalc.serving.cost import parameter_terms, serving_cost
+from attncalc.serving.estimate import experts_touched, kv_heads_per_gpu, parse_efficiency
+from attncalc.serving.hardware import EFFICIENCY, preset
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,9 +12,9 @@ import pytest
 from conftest import doc
 
 import attncalc
-from attncalc import lessons
 from attncalc.inputs.examples import example_names, examples_dir
-from attncalc.walk import open_walk
+from attncalc.learn import lessons
+from attncalc.learn.walk import open_walk
 
 ROOT = Path(__file__).resolve().parent.parent
 NEW = ("multihead", "padding", "rope", "order")

@@ -14,7 +14,7 @@ from test_arithmetic import check_graph
 import attncalc
 from attncalc.core.optim import DEFAULT_LR
 from attncalc.inputs.examples import example_names
-from attncalc.train import LOSS, parameters, with_weights
+from attncalc.run.train import LOSS, parameters, with_weights
 
 torch = pytest.importorskip("torch")
 torch_graph = pytest.importorskip("torch_graph")
@@ -172,7 +172,7 @@ def test_many_steps_show_progress_on_a_terminal():
 
 
 def test_more_weights_than_a_run_may_step_are_refused(cli, monkeypatch):
-    import attncalc.train as training
+    import attncalc.run.train as training
 
     monkeypatch.setattr(training, "MAX_WEIGHTS", 100)
     with pytest.raises(attncalc.InputError, match="at most 100 weights to step, found 348 weights"):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import attncalc
-from attncalc.check import stage_for
-from attncalc.train import with_weights
+from attncalc.learn.check import stage_for
+from attncalc.run.train import with_weights
 
 DA, DS = "dec.0.cross.dA", "dec.0.cross.dS"
 

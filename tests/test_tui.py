@@ -13,9 +13,9 @@ from rich.cells import cell_len  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 from attncalc import texts  # noqa: E402
+from attncalc.learn.walk import open_walk  # noqa: E402
 from attncalc.tui.app import WalkApp
 from attncalc.tui.panel import OPERATORS, wrap_arithmetic  # noqa: E402
-from attncalc.walk import open_walk  # noqa: E402
 
 BIG, SMALL = (100, 40), (60, 24)
 Q_CELL = "Q[爱, 0] = 0.8415×0.5 + 1.5403×0 + 0.0100×0.5 + 2.0000×0 = 0.426"
@@ -53,7 +53,7 @@ def drive(walk, keys=(), size=BIG, quiz=False, check=None):
 
     asyncio.run(main())
     if walk.lang != "en" or app.walk.lang != walk.lang:  # `l` switched it: back for the next test
-        from attncalc.walk import tell
+        from attncalc.learn.walk import tell
 
         tell(walk, "zh" if walk.lang == "zh" else "en")
     return app

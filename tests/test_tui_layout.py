@@ -13,7 +13,7 @@ from rich.cells import cell_len  # noqa: E402
 from test_tui import SMALL, cursor, drive  # noqa: E402
 
 from attncalc import texts  # noqa: E402
-from attncalc.walk import open_walk  # noqa: E402
+from attncalc.learn.walk import open_walk  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ if shutil.which("tmux") is None:
 import tmux_pane  # noqa: E402
 from tmux_pane import header_shows  # noqa: E402
 
-from attncalc.walk import open_walk  # noqa: E402
+from attncalc.learn.walk import open_walk  # noqa: E402
 
 pane = tmux_pane.pane  # the fixture
 Q_CELL = "Q[爱, 0] = 0.8415×0.5 + 1.5403×0 + 0.0100×0.5 + 2.0000×0 = 0.426"

@@ -18,7 +18,7 @@ import tmux_pane  # noqa: E402
 from rich.cells import cell_len  # noqa: E402
 
 from attncalc import texts  # noqa: E402
-from attncalc.walk import open_walk  # noqa: E402
+from attncalc.learn.walk import open_walk  # noqa: E402
 
 pane = tmux_pane.pane  # the fixture
 CURSOR = re.compile(r"\[[-−]?[\d.]+(e[-+]\d+)?\]")  # the cursor's cell: [0.965]

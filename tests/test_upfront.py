@@ -81,19 +81,19 @@ def test_only_still_writes_what_fits(cli, tmp_path):
 
 
 def test_a_generation_too_big_for_json_is_refused_before_generating(cli, tmp_path, monkeypatch):
-    import attncalc.decoding
+    import attncalc.run.decoding
 
     def refuse(*args, **kw):
         raise AssertionError("generated before the size was checked")
 
-    monkeypatch.setattr(attncalc.decoding, "generate", refuse)
+    monkeypatch.setattr(attncalc.run.decoding, "generate", refuse)
     out = cli("generate", "--fixture", long_fixture(tmp_path, "tinyllama", 600), "-f", "json")
     assert out.exit_code == 2 and out.stdout == ""
     assert "(pick tensors with --only logits,probs), found at least" in out.stderr and out.stderr.count("\n") == 1
 
 
 def test_the_first_steps_estimate_is_what_the_generation_writes():
-    from attncalc.decoding import Settings, decoder_graph, generate
+    from attncalc.run.decoding import Settings, decoder_graph, generate
 
     model = attncalc.load("tinyllama").decoder_model()
     first = decoder_graph(model, model.prompt, 0, {})

@@ -288,7 +288,7 @@ def test_no_raw_warning_reaches_the_user(cli, capsys):
         warnings.simplefilter("error")  # any NumPy RuntimeWarning fails the test
         result = cli("check", "-", "--example", "woaini", "--tol", "1e308", input=sheet)
         assert_bad(result, "--tol", "from 0 to 1e+15")
-        from attncalc.tolerance import judge
+        from attncalc.learn.tolerance import judge
 
         graph = attncalc.load("woaini", stage="softmax").graph
         ok, _ = judge("0e400", float(graph.value("A")[0, 0]), graph, "A", (0, 0), 3)  # 10^400 has no float64

@@ -7,7 +7,7 @@ import pytest
 import test_check as base
 from test_check import r3, sheet, softmax, verdicts
 
-from attncalc.tolerance import cell_decimals, decimals, judge
+from attncalc.learn.tolerance import cell_decimals, decimals, judge
 
 check, truth = base.check, base.truth  # the worksheet fixtures of test_check.py
 
@@ -133,7 +133,7 @@ def test_report_wording(check):
 def test_kvcache_notes_count_heads_in_the_singular_too():
     import os
 
-    from attncalc.kvcache import kv_cache, read_config
+    from attncalc.serving.kvcache import kv_cache, read_config
 
     here = os.path.join(os.path.dirname(__file__), "configs")
     notes = " ".join(kv_cache(read_config(os.path.join(here, "gemma-7b.json")), tokens=8)["notes"])

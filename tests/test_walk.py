@@ -10,8 +10,8 @@ import pytest
 from rich.cells import cell_len
 
 from attncalc import texts
+from attncalc.learn.tolerance import judge
 from attncalc.texts import wrap
-from attncalc.tolerance import judge
 
 pexpect = pytest.importorskip("pexpect")
 

@@ -10,7 +10,7 @@ from test_page import data_of
 from test_zh_complete import TOKENS
 
 import attncalc
-from attncalc.walk import WALK_STAGES, open_walk
+from attncalc.learn.walk import WALK_STAGES, open_walk
 
 GROUPS = [
     "grad_loss",

@@ -11,9 +11,9 @@ import pytest
 
 import attncalc
 from attncalc.inputs.examples import example_names
+from attncalc.learn.tolerance import rounded
+from attncalc.learn.worksheet import build, header_line, stage_span
 from attncalc.render import worksheet as draw
-from attncalc.tolerance import rounded
-from attncalc.worksheet import build, header_line, stage_span
 
 EVERY = ["--from", "embed", "--to", "attend"]
 VARIANTS = ("", ":heads=2", ":kind=causal", ":position=rope", ":tokens=4,kind=padding")  # a seed's options

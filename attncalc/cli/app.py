@@ -9,8 +9,19 @@ from typing import Annotated, NoReturn
 import typer
 
 from attncalc import __version__
+from attncalc.cli import (
+    check_cmd,
+    compare_cmd,
+    cost_cmd,
+    exercise_cmd,
+    generate_cmd,
+    kvcache_cmd,
+    schema_cmd,
+    train_cmd,
+    walk_cmd,
+    worksheet_cmd,
+)
 from attncalc.cli import options as o
-from attncalc.cli import train_cmd
 from attncalc.cli.help_examples import epilog
 
 app = o.App(
@@ -72,17 +83,6 @@ def program() -> NoReturn:
     o.leave(0)
 
 
-def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage", standalone: bool = False):
-    """The options whose words are fixed (formats, mask kinds, languages), each list kept in one place."""
-    from attncalc import arguments, texts
-    from attncalc.render import formats
-
-    formats.check(fmt, command, standalone)
-    arguments.check("kind", kind, cli=True)  # the same rules as the Python API's keywords
-    arguments.check("lang", lang, cli=True)
-    texts.use(lang)  # everything the command says from here on is in this language
-
-
 def stage_command(stage: str):
     def command(
         ctx: typer.Context,
@@ -122,7 +122,7 @@ def stage_command(stage: str):
         **training,  # backward's --optimizer, --lr, --steps (cli/train_cmd.py)
     ):
         def run():
-            check_choices(fmt, kind, lang, standalone=standalone)
+            o.check_choices(fmt, kind, lang, standalone=standalone)
             from attncalc import arguments
 
             arguments.check_stage_options(stage, ctx.params, cli=True)
@@ -194,18 +194,6 @@ def examples(fmt: o.format_option("examples") = "auto"):
     o.guarded(run, False)
 
 
-from attncalc.cli import (  # noqa: E402
-    check_cmd,
-    compare_cmd,
-    cost_cmd,
-    exercise_cmd,
-    generate_cmd,
-    kvcache_cmd,
-    schema_cmd,
-    walk_cmd,
-    worksheet_cmd,
-)
-
 for _module in (
     generate_cmd,
     walk_cmd,
@@ -216,7 +204,7 @@ for _module in (
     cost_cmd,
     compare_cmd,
     schema_cmd,
-):  # after `app` exists
+):
     _module.register(app)
 
 for _info in app.registered_commands:  # a few runnable examples under every command's --help

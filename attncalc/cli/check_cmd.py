@@ -1,6 +1,6 @@
 """`attncalc check WORKSHEET`: your own hand-computed matrices against the model's (docs/worksheet.md).
 
-The logic is in `attncalc/check.py`, the report's drawing in `attncalc/render/check_view.py`; this
+The logic is in `attncalc/learn/check.py`, the report's drawing in `attncalc/render/check_view.py`; this
 module parses the command line. NumPy and Rich are imported only inside the command body.
 """
 
@@ -73,15 +73,14 @@ def register(app: typer.Typer) -> None:
 
         def run():
             from attncalc.api import Calculation
-            from attncalc.check import stage_for
-            from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
             from attncalc.inputs.document import dumps
             from attncalc.inputs.files import read_text
             from attncalc.inputs.worksheet import parse_worksheet
+            from attncalc.learn.check import stage_for
             from attncalc.render.output import resolve_format
 
-            check_choices(fmt, kind, lang, "check")
+            o.check_choices(fmt, kind, lang, "check")
             source = "<stdin>" if worksheet == "-" else worksheet
             given = example or exercise or fixture or model
             terminal = sys.stdin is None or sys.stdin.isatty()
@@ -145,7 +144,7 @@ def sheet_options(ctx: typer.Context, text: str, where: str) -> dict:
     The command line may add options; naming one the header names with another value is refused, and so is
     another source (--example, --fixture, --model) than the header's: the sheet's printed numbers are its."""
     from attncalc.errors import InputError
-    from attncalc.worksheet import SOURCES, header_options
+    from attncalc.learn.worksheet import SOURCES, header_options
 
     named = header_options(text, where)
     if named is None:

@@ -70,17 +70,16 @@ def register(app: typer.Typer) -> None:
         def run():
             import sys
 
-            from attncalc.cli.app import check_choices
-            from attncalc.compare import compare, to_json
             from attncalc.errors import InputError
             from attncalc.inputs.document import dumps
             from attncalc.inputs.session import Request
+            from attncalc.learn.compare import compare, to_json
             from attncalc.render import formats
             from attncalc.render.compare import markdown_comparison, print_comparison
 
             if stage not in STAGES:
                 raise InputError("--stage", "one of " + ", ".join(STAGES), repr(stage))
-            check_choices(fmt, kind, lang, "compare")  # and says everything from here on in --lang
+            o.check_choices(fmt, kind, lang, "compare")  # and says everything from here on in --lang
             if tol < 0:
                 raise InputError("--tol", "a number >= 0", repr(tol))
             req = Request(

@@ -1,7 +1,7 @@
 """`attncalc cost CONFIG --prompt N --generate M (--gpu NAME | --bandwidth B/s --flops FLOP/s [--memory B])`.
 
 What serving a model costs: parameters, weight bytes, KV cache, TTFT and TPOT lower bounds, tokens/s,
-memory. The figures come from `attncalc.cost`, the report from `attncalc.render.cost_view`.
+memory. The figures come from `attncalc.serving.cost`, the report from `attncalc.render.cost_view`.
 """
 
 from __future__ import annotations
@@ -78,9 +78,9 @@ Memory = Annotated[
 
 
 def pick_hardware(gpu, bandwidth, flops, memory):
-    from attncalc import hardware
     from attncalc.errors import InputError
-    from attncalc.kvcache import DTYPE_BYTES
+    from attncalc.serving import hardware
+    from attncalc.serving.kvcache import DTYPE_BYTES
 
     size = hardware.quantity("--memory", memory) if memory is not None else None
     if gpu is not None:
@@ -108,7 +108,7 @@ def pick_hardware(gpu, bandwidth, flops, memory):
 
 def pick_link(text):
     """--link: a preset name (any case), or a bandwidth per direction with the preset PCIe latency floor."""
-    from attncalc import hardware
+    from attncalc.serving import hardware
 
     if text is None:
         return None
@@ -147,12 +147,12 @@ def register(app: typer.Typer) -> None:
 
         def run():
             check_sizing_options(fmt, lang, "cost", standalone)
-            from attncalc.cost import serving_cost
-            from attncalc.estimate import parse_efficiency
-            from attncalc.hardware import efficiency_of
             from attncalc.inputs.model_config import read_model_config
             from attncalc.render import cost_view, latex, sizing
             from attncalc.render.formats import resolve as resolve_format
+            from attncalc.serving.cost import serving_cost
+            from attncalc.serving.estimate import parse_efficiency
+            from attncalc.serving.hardware import efficiency_of
 
             chosen = pick_hardware(gpu, bandwidth, flops, memory)
             eff = parse_efficiency(efficiency, efficiency_of(chosen)) if efficiency is not None else None

@@ -58,12 +58,11 @@ def register(app: typer.Typer) -> None:
     ):
         def run():
             from attncalc import arguments
-            from attncalc.cli.app import check_choices
             from attncalc.core.exercise import make_exercise
             from attncalc.render.formats import resolve
             from attncalc.terminal import is_utf
 
-            check_choices(fmt, None, lang, "exercise")
+            o.check_choices(fmt, None, lang, "exercise")
             given = dict(
                 seed=number, tokens=tokens, d_model=d_model, heads=head_count, kind=mask_kind, position=position
             )

@@ -61,7 +61,7 @@ def _settings(max_new, strategy, temperature, top_k, top_p, seed, kv_cache):
     """Settings from the options; sampling options without --strategy mean sampling."""
     import secrets
 
-    from attncalc.decoding import Settings
+    from attncalc.run.decoding import Settings
 
     sampling = {"--temperature": temperature, "--top-k": top_k, "--top-p": top_p, "--seed": seed}
     named = [k for k, v in sampling.items() if v is not None]
@@ -117,7 +117,7 @@ class Progress:
     def __init__(self, total: int, after: float | None = None, label: str = "surprises.progress"):
         import time
 
-        from attncalc import busy
+        from attncalc.cli import busy
 
         self.total, self.after, self.clock = total, busy.after() if after is None else after, time.monotonic
         self.label = label  # the text key of what is running
@@ -174,11 +174,10 @@ def register(app) -> None:
     ):
         def run():
             from attncalc import arguments
-            from attncalc.cli.app import check_choices
             from attncalc.errors import InputError
             from attncalc.render.output import resolve_format
 
-            check_choices(fmt, None, lang, standalone=standalone)
+            o.check_choices(fmt, None, lang, standalone=standalone)
             o.quiet_blas_threads(model)
             settings = _settings(max_new_tokens, strategy, temperature, top_k, top_p, seed, kv_cache)
             names = arguments.names(only)
@@ -189,8 +188,8 @@ def register(app) -> None:
                 )
             if names is not None and kind != "json":
                 raise InputError("--only", "-f json (tables always show each step's main tensors)", repr(only))
-            from attncalc.decoding import generate as run_generation
             from attncalc.render import steps as render
+            from attncalc.run.decoding import generate as run_generation
 
             req = o.request(ctx, "embed")
             if kind == "json" and full and names is None and req.model is not None:  # sized before a weight is read

@@ -1,6 +1,6 @@
 """`attncalc kvcache CONFIG --tokens N [--batch B] [--dtype ...]` (docs/kvcache-config.md): a real model's KV cache.
 
-The size comes from `attncalc.kvcache.kv_cache`, the report from `attncalc.render.kvcache_view`;
+The size comes from `attncalc.serving.kvcache.kv_cache`, the report from `attncalc.render.kvcache_view`;
 this module only parses, loads and prints.
 """
 
@@ -60,9 +60,9 @@ def register(app: typer.Typer) -> None:
         def run():
             check_sizing_options(fmt, lang, "kvcache", standalone)
             from attncalc.inputs.model_config import read_model_config
-            from attncalc.kvcache import kv_cache
             from attncalc.render import kvcache_view, latex, sizing
             from attncalc.render.formats import resolve as resolve_format
+            from attncalc.serving.kvcache import kv_cache
 
             cfg = read_model_config(config)
             r = kv_cache(cfg, tokens, batch, dtype, source=config)

@@ -151,7 +151,7 @@ def quiet_blas_threads(model: str | None = None) -> None:
     7.7 ms on two, on a busy 2-CPU machine); a product of many rows (a prompt) raises it to two (blas.py)."""
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     if model is not None:
-        from attncalc import blas
+        from attncalc.run import blas
 
         threads = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
         blas.CHOSEN = not any(var in os.environ for var in threads)  # then a prompt's products may use two
@@ -238,7 +238,7 @@ def guarded(fn, debug: bool):
         import warnings
 
         warnings.showwarning = _warning_line
-    from attncalc.busy import SPINNER
+    from attncalc.cli.busy import SPINNER
 
     try:
         SPINNER.start()
@@ -416,3 +416,14 @@ class App(typer.Typer):
             return super().__call__(*args, **kwargs)
         finally:
             self.registered_commands = every
+
+
+def check_choices(fmt: str, kind: str | None, lang: str | None, command: str = "stage", standalone: bool = False):
+    """The options whose words are fixed (formats, mask kinds, languages), each list kept in one place."""
+    from attncalc import arguments, texts
+    from attncalc.render import formats
+
+    formats.check(fmt, command, standalone)
+    arguments.check("kind", kind, cli=True)  # the same rules as the Python API's keywords
+    arguments.check("lang", lang, cli=True)
+    texts.use(lang)  # everything the command says from here on is in this language

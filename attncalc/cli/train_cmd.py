@@ -54,7 +54,7 @@ def run(request, training: dict, *, fmt: str, precision: int, work, cell, only, 
     from attncalc.api import Backward
     from attncalc.render import latex
     from attncalc.render.output import emit, resolve_format
-    from attncalc.train import told
+    from attncalc.run.train import told
 
     given = {k: training.get(k) for k in OPTIONS}
     where = next(arguments.option(k) for k, v in given.items() if v is not None)  # the option that asked for steps

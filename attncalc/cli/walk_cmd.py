@@ -1,6 +1,6 @@
 """`attncalc walk`: every stage of an example, one screen at a time, with the keys and the quiz.
 
-The screens themselves are `attncalc.walk`. On a terminal the full-screen walk (`attncalc.tui`, Textual)
+The screens themselves are `attncalc.learn.walk`. On a terminal the full-screen walk (`attncalc.tui`, Textual)
 shows them; otherwise (`--plain`, a pipe, `--no-pause`, `--export`) this module prints them, reads keys
 (one key press, no Enter, every key of a burst), asks the quiz questions and saves `--export`. NumPy,
 Rich and Textual are imported inside the command body, so `attncalc --help` stays light.
@@ -94,10 +94,9 @@ def walk(
     def run():
         o.quiet_blas_threads(model)
         from attncalc import texts
-        from attncalc.cli.app import check_choices
         from attncalc.errors import InputError
 
-        check_choices(fmt, None, lang, "walk")
+        o.check_choices(fmt, None, lang, "walk")
         if fmt == "markdown" and (quiz or export):
             raise InputError("--quiz/--export", "a walk on the terminal (not -f markdown)", "-f markdown")
         if export and not export.lower().endswith((".html", ".svg")):
@@ -116,7 +115,7 @@ def walk(
             if clash:
                 raise InputError("--html", "the page alone (it is not shown on the terminal)", " and ".join(clash))
         from attncalc.inputs.examples import DEFAULT_EXAMPLE
-        from attncalc.walk import markdown, open_walk
+        from attncalc.learn.walk import markdown, open_walk
 
         name = example
         if not (example or exercise or fixture or model):  # `attncalc walk` alone: the bundled example, said on stderr
@@ -147,7 +146,7 @@ def walk(
             sys.stderr.write(f"attncalc: {texts.t('page.wrote', path=html, size=size)}\n")
             return
         if not (plain or no_pause or export) and on_terminal():
-            from attncalc.busy import SPINNER
+            from attncalc.cli.busy import SPINNER
             from attncalc.tui.app import run as run_full_screen
 
             SPINNER.stop()  # the full screen is Textual's from here
@@ -294,7 +293,7 @@ class Tour:
         sys.stderr.write(self.text(key, **kw) + "\n")
 
     def run(self) -> None:
-        from attncalc.walk import draw
+        from attncalc.learn.walk import draw
 
         k, screens = 0, self.w.screens
         while k < len(screens):
@@ -327,8 +326,8 @@ class Tour:
     def wait(self, k: int) -> int | None:
         """The next screen's index after the keys pressed on screen k; None to quit."""
         from attncalc.errors import InputError
+        from attncalc.learn.walk import cell
         from attncalc.render.table import print_explanation
-        from attncalc.walk import cell
 
         while True:
             action = self.keys.key(self.text("keys") + " ")
@@ -355,11 +354,11 @@ class Tour:
     def ask(self, s) -> list[str]:
         """One quiz question on screen s (when it has one): its inputs, your number, the verdict and the
         arithmetic. Returns the tensors drawn with the question."""
+        from attncalc.learn.tolerance import judge
+        from attncalc.learn.walk import label_of, quiz_cell, views_of
         from attncalc.render.check_view import either
         from attncalc.render.table import print_explanation, print_views
         from attncalc.render.text import fmt
-        from attncalc.tolerance import judge
-        from attncalc.walk import label_of, quiz_cell, views_of
 
         if s.quiz is None:
             return []

@@ -1,6 +1,6 @@
 """`attncalc worksheet`: a blank sheet to work stages by hand, or its key (`--answers`) (docs/worksheet.md).
 
-The pages are `attncalc/worksheet.py`, their drawing `attncalc/render/worksheet.py`; this module parses the
+The pages are `attncalc/learn/worksheet.py`, their drawing `attncalc/render/worksheet.py`; this module parses the
 command line. NumPy and Rich are imported only inside the command body.
 """
 
@@ -61,13 +61,12 @@ def worksheet(
 ):
     def run():
         from attncalc.api import Calculation, layer_prefix
-        from attncalc.cli.app import check_choices
         from attncalc.errors import InputError
         from attncalc.inputs.examples import DEFAULT_EXAMPLE
+        from attncalc.learn.worksheet import build, header_line, stage_span
         from attncalc.render import worksheet as draw
-        from attncalc.worksheet import build, header_line, stage_span
 
-        check_choices(fmt, kind, lang, "worksheet")
+        o.check_choices(fmt, kind, lang, "worksheet")
         stages = stage_span(stage, start, end)
         o.quiet_blas_threads(model)
         name = example if (example or fixture or exercise or model) else DEFAULT_EXAMPLE

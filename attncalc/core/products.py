@@ -22,7 +22,7 @@ import numpy as np
 BUFFER_VALUES = 1 << 16  # float64 values of the block buffer: 512 KiB, a core's share of L2
 PROMPT_BUFFER_VALUES = 1 << 22  # … for a product of PARALLEL_ROWS rows or more: 32 MiB, whole FFN weights
 PARALLEL_ROWS = 64  # a product of this many rows is bound by arithmetic, not memory: worth a second thread
-set_threads = None  # (threads) -> None: attncalc/blas.py installs BLAS's own when it can change it
+set_threads = None  # (threads) -> None: attncalc/run/blas.py installs BLAS's own when it can change it
 SPLIT_VALUES = 1 << 16  # an elementwise pass over this many values is worth a second thread (~0.5 ms of exp)
 ALIGN = 64  # blocks start at multiples of 64 columns: BLAS kernels work 4–16 outputs at a time, and a block
 # edge inside such a group would give its last columns to the tail kernel, whose sum runs in another order

@@ -15,7 +15,7 @@ import numpy as np
 
 from attncalc.errors import InputError, describe
 from attncalc.inputs.literal import NEG_INF
-from attncalc.tolerance import decimals
+from attncalc.learn.tolerance import decimals
 
 NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
 _FRACTION = re.compile(r"([+-]?\d+)/(\d+)")

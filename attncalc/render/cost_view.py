@@ -122,7 +122,7 @@ def _gpu_lines(r: dict) -> list[str]:
 
 
 def figure_lines(r: dict) -> list[str]:
-    from attncalc.kvcache import human
+    from attncalc.serving.kvcache import human
 
     t, p = r["terms"], r["terms"]["parameters"]
     hw, kv = t["hardware"], t["kv"]

@@ -20,7 +20,7 @@ def _key(cfg: dict, *keys: str) -> str:
 
 def term_rows(r: dict, config: dict) -> list[tuple[str, str, str]]:
     """(term, value, where it comes from) for every factor of the formula."""
-    from attncalc.kvcache import human
+    from attncalc.serving.kvcache import human
 
     cfg = config["text_config"] if isinstance(config.get("text_config"), dict) else config
     t = r["terms"]

@@ -1,5 +1,5 @@
 """The walk as one self-contained HTML page (`attncalc walk … --html FILE`, `Walk.html()`): the screens of
-`attncalc.walk` as data, told in every language, and a small script (page.js) that draws them.
+`attncalc.learn.walk` as data, told in every language, and a small script (page.js) that draws them.
 
 Nothing about a step is written here: titles, formulas, why-texts, tensors, the worked and quizzed cells
 come from `walk.make_screens`/`tell`; matrices from `walk.views_of` (large tensors summarised there, so
@@ -88,7 +88,7 @@ def tensor_data(walk, name: str, p: int, told: dict, worked: set) -> dict:
     arithmetic (per language only where the words differ) and operands. A real-size cell's arithmetic
     (more than LONG terms: a LayerNorm over 384 numbers) is written out for the `worked` cells only (the
     steps' worked and quizzed cells); the others say their value and how many terms theirs has."""
-    from attncalc.walk import label_of, views_of
+    from attncalc.learn.walk import label_of, views_of
 
     g = walk.session.graph
     value = np.asarray(g.value(name))
@@ -142,9 +142,9 @@ def quiz_data(walk, s, p: int, langs) -> dict | None:
     """The quiz of screen s: the hidden cell, its value, and for each way of writing an answer (a whole
     number, or d decimals) the values of the rounding paths and half a unit at those decimals: the script
     judges a typed answer against them, so the rule is tolerance.py's (as check and the terminal quizzes)."""
+    from attncalc.learn.tolerance import accepted, answer_decimals, half_unit, values_at
+    from attncalc.learn.walk import label_of, quiz_cell
     from attncalc.render.check_view import either
-    from attncalc.tolerance import accepted, answer_decimals, half_unit, values_at
-    from attncalc.walk import label_of, quiz_cell
 
     if s.quiz is None or s.quiz not in s.tensors:
         return None
@@ -203,7 +203,7 @@ def screen_data(walk, s, p: int) -> dict:
 
 def page_data(walk, quiz: bool = False) -> dict:
     """Everything the page shows, in every language, from the walk's screens."""
-    from attncalc.walk import tell
+    from attncalc.learn.walk import tell
 
     home, p = walk.lang, walk.precision
     told = {}

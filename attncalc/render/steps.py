@@ -42,7 +42,7 @@ def prob_rows(step, vocab) -> tuple[list[dict], int]:
     keeps, and the distribution the draw uses with its running sum."""
     import numpy as np
 
-    from attncalc.decoding import softmax
+    from attncalc.run.decoding import softmax
 
     c = step.choice
     order = np.argsort(-step.logits, kind="stable")  # every column below is monotone in the logits
@@ -310,7 +310,7 @@ def generation_numbers(model, settings) -> tuple[int, int]:
     two step graphs over stand-in caches give every step's count."""
     import numpy as np
 
-    from attncalc.decoding import decoder_graph
+    from attncalc.run.decoding import decoder_graph
 
     first = decoder_graph(model, model.prompt, 0, {})
     least = _numbers(first) + (_numbers(model.encoder) if model.encoder is not None else 0)
@@ -340,8 +340,8 @@ def generation_numbers(model, settings) -> tuple[int, int]:
 def refuse_huge_generation(model, settings) -> None:
     """Before generating: a document of every step's tensors over HUGE numbers is refused now, not after the
     run ("at least" when the first step's alone, which every run writes, are too many)."""
-    from attncalc.decoding import token_limit
     from attncalc.render.output import HUGE, too_big
+    from attncalc.run.decoding import token_limit
 
     if settings.max_new_tokens > token_limit(model)[0]:
         return  # more tokens than the context holds: generate refuses them before its first step

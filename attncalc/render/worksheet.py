@@ -1,4 +1,4 @@
-"""A worksheet (attncalc/worksheet.py) drawn as the text `check` reads back (`-f text`) or as Markdown (the
+"""A worksheet (attncalc/learn/worksheet.py) drawn as the text `check` reads back (`-f text`) or as Markdown (the
 printable page is render/worksheet_page.py). Every sentence through attncalc/texts."""
 
 from __future__ import annotations

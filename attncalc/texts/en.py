@@ -363,7 +363,7 @@ TEXTS = {
     "pred.title": "Next-token predictions",
     "pred.header": "pos | input | label | most likely | p | p(label) | −ln p(label)",
     "pred.loss": "loss = mean(−ln p(label)) = {working}",
-    # ---- teach area (issue 22): the bundled examples' lessons on their walk screens (attncalc/lessons.py) ----
+    # ---- teach area (issue 22): the bundled examples' lessons on their walk screens (attncalc/learn/lessons.py) ----
     "title.rope_scalings": "RoPE's scalings beyond the trained length",
     "title.positions": "Why positions: the same tokens in another order",
     "lesson.head_rows": "head {head}: {rows}",

@@ -363,7 +363,7 @@ TEXTS = {
     "pred.title": "下一个词元的预测",
     "pred.header": "位置 | 输入 | 标签 | 最可能 | p | p(标签) | −ln p(标签)",
     "pred.loss": "loss = mean(−ln p(标签)) = {working}",
-    # ---- teach area (issue 22): the bundled examples' lessons on their walk screens (attncalc/lessons.py) ----
+    # ---- teach area (issue 22): the bundled examples' lessons on their walk screens (attncalc/learn/lessons.py) ----
     "title.rope_scalings": "RoPE 的缩放：超出训练长度的位置",
     "title.positions": "为什么需要位置：同样的词元，换一个顺序",
     "lesson.head_rows": "头 {head}：{rows}",

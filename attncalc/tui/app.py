@@ -1,4 +1,4 @@
-"""The full-screen walk: the screens of `attncalc.walk`, one at a time, to explore with a cell cursor.
+"""The full-screen walk: the screens of `attncalc.learn.walk`, one at a time, to explore with a cell cursor.
 
 A step list (the current step marked ▶ and highlighted; hidden below 90 columns), a pinned header (step
 and title), a scrolling body (the formulas, why, the tensors made here with the cursor, then the inputs
@@ -20,11 +20,11 @@ from textual.geometry import Region
 from textual.widgets import OptionList
 
 from attncalc import texts
+from attncalc.learn.walk import made_by, tell
 from attncalc.tui.asking import Asking
 from attncalc.tui.grid import Matrix, MatrixGrid, matrices
 from attncalc.tui.panel import arithmetic, light_background
 from attncalc.tui.prose import Prose, words
-from attncalc.walk import made_by, tell
 
 NARROW = 90  # below this width the step list is hidden
 MARK = "▶"  # the current step in the step list: it shows without colour too

@@ -7,10 +7,10 @@ from textual import events
 
 from attncalc import texts
 from attncalc.errors import InputError
+from attncalc.learn.walk import cell, label_of, quiz_cell
 from attncalc.render.text import expansion_lines, fmt
 from attncalc.tui.panel import worked
 from attncalc.tui.prose import Prose, words
-from attncalc.walk import cell, label_of, quiz_cell
 
 
 class Asking:
@@ -124,10 +124,10 @@ class Asking:
         self.open_input("quiz", texts.t("tui.quiz_prompt", self.walk.lang, label=label))
 
     def answer(self, text: str) -> None:
-        """The verdict on a typed answer (the rounding paths of the printed quiz and check: attncalc/tolerance.py),
+        """The verdict on a typed answer (the rounding paths of the printed quiz and check: attncalc/learn/tolerance.py),
         then the arithmetic."""
+        from attncalc.learn.tolerance import judge
         from attncalc.render.check_view import either
-        from attncalc.tolerance import judge
 
         grid, lang = self.grids[self.current], self.walk.lang
         graph, name = self.walk.session.graph, grid.matrix.name

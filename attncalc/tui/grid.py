@@ -54,7 +54,7 @@ class Matrix:
 
 def matrices(walk, name: str, role: str) -> list[Matrix]:
     """The Matrix of each view of tensor `name` on a walk (a head per view for [h, n, m])."""
-    from attncalc.walk import views_of
+    from attncalc.learn.walk import views_of
 
     value = walk.session.graph.value(name)
     heads = [h for h in visible(value.shape[0], 8) if h is not None] if value.ndim == 3 else [None]

@@ -9,11 +9,11 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from attncalc import texts
+from attncalc.learn.walk import Walk, label_of, made_by
 from attncalc.render.text import expansion_lines, fmt
 from attncalc.texts import wrap
 from attncalc.tui.grid import Matrix
 from attncalc.tui.prose import Part, words
-from attncalc.walk import Walk, label_of, made_by
 
 OPERATORS = {"+", "−", "-", "=", "/", "×", "·"}
 

@@ -20,7 +20,7 @@ import numpy as np
 from attncalc.core.graph import Graph
 from attncalc.core.names import STAGES
 from attncalc.errors import InputError
-from attncalc.tolerance import rounded
+from attncalc.learn.tolerance import rounded
 
 SHEET_STAGES = STAGES[: STAGES.index("attend") + 1]  # a stage's tensors fit a page up to attend
 MAX_COLUMNS = 16  # a grid to fill by hand; a real model's 384-wide Q is not one (its heads' S and A are)
@@ -135,7 +135,7 @@ def _stage_of(graph: Graph, name: str, prefix: str) -> str | None:
     """The stage that computes `name`; with `--layer` (`prefix`), that layer's attention step by its name."""
     if not prefix:
         return graph.nodes[name].stage
-    from attncalc.walk import ATTENTION, GROUPS  # a step's name → its group; for attention, its stage's name
+    from attncalc.learn.walk import ATTENTION, GROUPS  # a step's name → its group; for attention, its stage's name
 
     base = name[len(prefix) :] if name.startswith(prefix) else None
     return ATTENTION.get(base) or GROUPS.get(base) if base else None

@@ -1,5 +1,5 @@
 """The known mistakes `check` names (docs/worksheet.md). Each is tried by redoing the work that way along
-every rounding path (attncalc/tolerance.py), and is named only when it gives every cell the learner
+every rounding path (attncalc/learn/tolerance.py), and is named only when it gives every cell the learner
 wrote; when two give the same numbers in this example, both are named.
 
 - a step done wrong (`step_mistakes`): softmax over columns, the mask after the softmax, no mask, 0
@@ -18,7 +18,7 @@ import numpy as np
 
 from attncalc.core.layer_ops import NegLogLikelihood
 from attncalc.core.ops import Add, Affine, Mask, Scale, Scores, Softmax
-from attncalc.tolerance import close
+from attncalc.learn.tolerance import close
 
 
 def _swap(x):

@@ -103,7 +103,7 @@ def why_keys(graph, group: str, names: list[str]) -> list[str]:
 
 def backward_screens(session, names: list[str], lang: str) -> list:
     """The screens of the gradient tensors `names` (in graph order)."""
-    from attncalc.walk import Screen, layer_context, worked_cell
+    from attncalc.learn.walk import Screen, layer_context, worked_cell
 
     graph, out = session.graph, []
     names = [n for n in names if graph.nodes[n].about.startswith("grad")]  # not the update's tensors (below)
@@ -141,8 +141,8 @@ def shown_weight(graph, training) -> str:
 def update_screens(session, training, lang: str, precision: int) -> list:
     """The optimiser step on one weight, then the loss before and after it."""
     from attncalc.core.optim import update_names
-    from attncalc.train import told
-    from attncalc.walk import Screen, worked_cell
+    from attncalc.learn.walk import Screen, worked_cell
+    from attncalc.run.train import told
 
     graph, opt = session.graph, training.optimizer
     weight = shown_weight(graph, training)
@@ -177,8 +177,8 @@ def open_training(
     """The walk of the backward stage: the forward pass, every gradient and (with a loss) one step of the
     optimiser `train` asks for ({"optimizer": "sgd"|"adam"|None, "lr": float|None})."""
     from attncalc.inputs.session import Request, evaluate, open_session
-    from attncalc.train import LOSS, refuse_checkpoint, take_steps
-    from attncalc.walk import Walk
+    from attncalc.learn.walk import Walk
+    from attncalc.run.train import LOSS, refuse_checkpoint, take_steps
 
     refuse_checkpoint(model.get("model"), "--train")
     session = open_session(

@@ -24,7 +24,7 @@ from attncalc.errors import InputError
 from attncalc.inputs.examples import example_names
 from attncalc.inputs.literal import cell_label, parse_cell
 from attncalc.inputs.session import Request, Session, evaluate, open_session
-from attncalc.lessons import teach
+from attncalc.learn.lessons import teach
 
 WALK_STAGES = STAGES + ("backward", "generate")  # backward: only with --train (walk_backward.py)
 ATTENTION = {"S": "scores", "bias": "scores", "S_scaled": "scores", "M": "mask", "S_masked": "mask", "A": "softmax"}
@@ -147,7 +147,7 @@ def open_walk(
             "input", f"--example NAME ({', '.join(example_names())}), --exercise SEED or --fixture FILE", "nothing"
         )
     if train is not None:
-        from attncalc.walk_backward import open_training
+        from attncalc.learn.walk_backward import open_training
 
         return tell(open_training(example, fixture, sets, lang, (lo, hi), precision, model, train, exercise), lang)
     top = min(hi, len(STAGES) - 1)
@@ -193,13 +193,13 @@ def tell(walk: Walk, lang: str) -> Walk:
     elif walk.stopped:
         walk.notes.append(stop_note(*walk.stopped, walk.name, lang))
     if walk.training is not None and lo <= WALK_STAGES.index("backward") <= hi:
-        from attncalc.walk_backward import update_screens
+        from attncalc.learn.walk_backward import update_screens
 
         walk.screens += update_screens(walk.session, walk.training, lang, walk.precision)
     if not walk.stopped and hi == WALK_STAGES.index("generate"):
         try:
             if walk.generation is None:
-                from attncalc.decoding import Model, Settings, generate, token_limit
+                from attncalc.run.decoding import Model, Settings, generate, token_limit
 
                 model = Model(walk.session.fixture, walk.session.source, "")  # at most what its context holds
                 walk.generation = generate(
@@ -298,7 +298,7 @@ def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_ST
         if lo <= WALK_STAGES.index(s.stage) <= hi:
             screens.append(s)
     if grads and lo <= WALK_STAGES.index("backward") <= hi:
-        from attncalc.walk_backward import backward_screens
+        from attncalc.learn.walk_backward import backward_screens
 
         screens += backward_screens(session, grads, lang)
     choose_quiz(g, screens)

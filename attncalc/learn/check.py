@@ -2,7 +2,7 @@
 
 Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
 
-- Each cell is judged on rounding paths (attncalc/tolerance.py): what the learner gets by rounding the
+- Each cell is judged on rounding paths (attncalc/learn/tolerance.py): what the learner gets by rounding the
   inputs they worked from (their own written tensors where the sheet has them, otherwise the true ones
   rounded as written, one decimal more or fewer, as on screen, or exact), working the steps in between
   by hand, and writing the result at the decimals written. `-inf` / `−∞` matches only −∞. `--tol` gives
@@ -14,8 +14,8 @@ Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
   for a tensor none of your tensors feed.
 - A cell left blank (`_`) is "not_attempted", neither right nor wrong: a tensor left wholly blank is
   judged as if it were not on the sheet, a partly blank one with the true numbers in its blanks. `next`
-  names the first tensor with blanks; `hint` (with `hint=True`) the first wrong cell (attncalc/hint.py).
-- A slip is named only when a known mistake (attncalc/mistakes.py), tried along the same paths, gives
+  names the first tensor with blanks; `hint` (with `hint=True`) the first wrong cell (attncalc/learn/hint.py).
+- A slip is named only when a known mistake (attncalc/learn/mistakes.py), tried along the same paths, gives
   every cell you wrote; mistakes that give the same numbers are named together.
 """
 
@@ -25,16 +25,17 @@ import re
 
 import numpy as np
 
-from attncalc import arguments, blanks, texts
-from attncalc import mistakes as known
+from attncalc import arguments, texts
 from attncalc.core.graph import Graph
 from attncalc.core.ops import Scores
 from attncalc.errors import InputError
 from attncalc.inputs.document import jsonable
 from attncalc.inputs.literal import cell_label
 from attncalc.inputs.worksheet import Sheet
+from attncalc.learn import blanks
+from attncalc.learn import mistakes as known
+from attncalc.learn.tolerance import Given, accepted, cell_decimals, close, half_unit, paths
 from attncalc.render.text import expansion_lines
-from attncalc.tolerance import Given, accepted, cell_decimals, close, half_unit, paths
 
 # the known mistakes, each named by the text check.mistake.<key>
 MISTAKES = (
@@ -386,7 +387,7 @@ def check(
         "summary": {"tensors": len(order), "cells": sum(counts.values()), **counts},
     }
     if hint:
-        from attncalc.hint import first_hint
+        from attncalc.learn.hint import first_hint
 
         report["hint"] = first_hint(graph, yours, first_wrong, precision) if first_wrong else None
     return report

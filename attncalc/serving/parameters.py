@@ -8,7 +8,7 @@ many a token uses, so `active` counts k/E of them. Pure: no I/O.
 from __future__ import annotations
 
 from attncalc.errors import InputError, describe
-from attncalc.kvcache import is_encoder_only
+from attncalc.serving.kvcache import is_encoder_only
 
 # gate/up/down MLP, RMSNorm
 GATED = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "granite")

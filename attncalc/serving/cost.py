@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from attncalc import texts
 from attncalc.errors import InputError, describe
-from attncalc.hardware import Hardware
 from attncalc.inputs.model_config import GGUF_BYTES
-from attncalc.kvcache import kv_cache, pick_dtype
-from attncalc.parameters import parameter_terms  # noqa: F401 (re-exported: cost's parameters, term by term)
+from attncalc.serving.hardware import Hardware
+from attncalc.serving.kvcache import kv_cache, pick_dtype
+from attncalc.serving.parameters import parameter_terms  # noqa: F401 (re-exported: cost's parameters, term by term)
 
 WEIGHT_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 
@@ -71,8 +71,8 @@ def serving_cost(
     source: str = "config.json",
 ) -> dict:
     """Every figure of serving `config` on `hardware` (× tp × pp GPUs), with the terms it is made of (JSON-ready)."""
-    from attncalc import estimate
-    from attncalc.hardware import LINKS, efficiency_of
+    from attncalc.serving import estimate
+    from attncalc.serving.hardware import LINKS, efficiency_of
 
     _check_count("--prompt", prompt, 1)
     _check_count("--generate", generate, 0)

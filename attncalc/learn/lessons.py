@@ -102,8 +102,8 @@ def scalings_screen(walk, after):
     angle there and the factor on cos and sin (core/positions.rope_inv_freq, which the tests hold against
     transformers)."""
     from attncalc.core.positions import rope_inv_freq
+    from attncalc.learn.walk import Screen
     from attncalc.render.view import views
-    from attncalc.walk import Screen
 
     fx = walk.session.fixture
     theta, n = float(fx["position"].get("theta", 10000.0)), len(walk.session.graph.nodes["X"].rows)
@@ -153,8 +153,8 @@ def positions_screen(walk, after):
     """我 吃 鱼 against 鱼 吃 我 under each positional encoding: for each token, the largest difference
     between its row of Z in the two orders (0 without positions: the same rows, permuted)."""
     from attncalc.inputs.session import Request, open_session
+    from attncalc.learn.walk import Screen
     from attncalc.render.view import views
-    from attncalc.walk import Screen
 
     source = list(walk.session.fixture["source"])
     swapped = source[::-1]

@@ -1,0 +1,1 @@
+"""Running a model: generation one token at a time, training steps, BLAS threads."""

@@ -1,0 +1,1 @@
+"""What serving a model costs: parameters, the KV cache, time estimates, hardware presets."""
