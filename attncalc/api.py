@@ -80,7 +80,7 @@ def load(
 def exercise_words(exercise) -> list[str]:
     """The command-line words that name an exercise completely, from its seed (7), its compact text
     ("7:tokens=4,heads=2", in any order) or its `Spec`: ["--exercise", "7:tokens=4,heads=2"] (docs/exercises.md)."""
-    from attncalc.core.exercise import Spec
+    from attncalc.core.exercise_spec import Spec
 
     spec = exercise if isinstance(exercise, Spec) else arguments.exercise_spec(exercise, "exercise")
     return spec.words()

@@ -15,9 +15,9 @@ import operator
 from dataclasses import dataclass
 
 from attncalc.core.exercise import KINDS as EXERCISE_KINDS
-from attncalc.core.exercise import OPTIONS as EXERCISE_OPTIONS
 from attncalc.core.exercise import POSITIONS as EXERCISE_POSITIONS
-from attncalc.core.exercise import Spec
+from attncalc.core.exercise_spec import OPTIONS as EXERCISE_OPTIONS
+from attncalc.core.exercise_spec import Spec
 from attncalc.core.names import MASK_KINDS, OPTIMIZERS
 from attncalc.errors import InputError
 from attncalc.render.formats import one_of

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import copy
 import functools
-from dataclasses import dataclass, fields
 from fractions import Fraction
 
+from attncalc.core.exercise_rules import broken
+from attncalc.core.exercise_spec import Block, Spec
 from attncalc.errors import InputError
 
 KINDS = ("none", "causal", "padding")
@@ -84,43 +85,6 @@ class SplitMix64:
         return pool[:k]
 
 
-@dataclass(frozen=True)
-class Spec:
-    """An exercise's identity: its seed and options (the defaults are those of `attncalc exercise`)."""
-
-    seed: int
-    tokens: int = 3
-    d_model: int = 4
-    heads: int = 1
-    kind: str = "none"
-    position: str = "sinusoidal"
-
-    def text(self) -> str:
-        """The compact form `--exercise` reads: `7`, or `7:tokens=4,heads=2` (only what differs from the
-        defaults, in this order)."""
-        extra = [f"{f.name}={getattr(self, f.name)}" for f in fields(self)[1:] if getattr(self, f.name) != f.default]
-        return str(self.seed) + (":" + ",".join(extra) if extra else "")
-
-    def words(self) -> list[str]:
-        """The command-line words that name this exercise on every command that reads one."""
-        return ["--exercise", self.text()]
-
-    def options(self) -> list[str]:
-        """The options of `attncalc exercise` that make it: `--seed 7 --tokens 4` (defaults left out)."""
-        out = ["--seed", str(self.seed)]
-        for f in fields(self)[1:]:
-            if getattr(self, f.name) != f.default:
-                out += ["--" + f.name.replace("_", "-"), str(getattr(self, f.name))]
-        return out
-
-    @property
-    def d_k(self) -> int:
-        return self.d_model // self.heads
-
-
-OPTIONS = tuple(f.name for f in fields(Spec))  # seed first, then the options in the order text() writes them
-
-
 def _number(x: Fraction):
     """A chosen number as JSON holds it: an int when whole, else its float (a half is exact in binary)."""
     return int(x) if x.denominator == 1 else float(x)
@@ -148,17 +112,6 @@ def _rows(rng: SplitMix64, n: int, d: int) -> list[list[Fraction]]:
     return out
 
 
-@dataclass
-class Block:
-    """The attention block the stage commands show: what the hand-work rules are judged on."""
-
-    source: list[str]
-    x: list[list[Fraction]]  # [n, d]: the source tokens' embedding rows (a pad token's row is zeros)
-    wq: list[list[Fraction]]
-    wk: list[list[Fraction]]
-    wv: list[list[Fraction]]
-
-
 def _words_per_sentence(spec: Spec) -> int:
     return spec.tokens - 1 if spec.kind == "padding" else spec.tokens
 
@@ -181,8 +134,6 @@ def make_exercise(spec: Spec) -> dict:
 
 @functools.cache
 def _made(spec: Spec) -> dict:
-    from attncalc.core.exercise_rules import broken
-
     rng = SplitMix64(spec.seed)
     words = rng.sample(WORDS, _words_per_sentence(spec) + 1)  # one more: a decoder-only model's next word
     for _ in range(ATTEMPTS):

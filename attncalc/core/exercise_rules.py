@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import functools
 from decimal import ROUND_HALF_EVEN, Context, Decimal, DivisionByZero, InvalidOperation, Overflow, localcontext
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from attncalc.core.exercise import Block, Spec
+from attncalc.core.exercise_spec import Block, Spec
 
 PRECISION = 40
 # every setting given, none taken from the running program's decimal context (which a caller may change)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import shlex
 
-from attncalc.core.exercise import PAD, Spec
+from attncalc.core.exercise import PAD
+from attncalc.core.exercise_spec import Spec
 from attncalc.texts import t
 
 
