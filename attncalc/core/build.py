@@ -7,7 +7,6 @@ parts the requested stage needs, and reads (and checks) only the fixture fields 
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -18,6 +17,7 @@ from attncalc.core.build_embedding import embedding_extras
 from attncalc.core.expansion import Note
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import Graph, Node
+from attncalc.core.names import dim_labels
 from attncalc.core.ops import Add, Affine, Attend, Identity, Lookup, Mask, Scale, Scores, Softmax
 from attncalc.core.position_ops import Alibi, MaskMatrix, Sinusoidal
 from attncalc.errors import InputError
@@ -34,12 +34,6 @@ class Options:
     block: str | None = None
     d_k: int | None = None  # when no Wq says it (a calculator given Q directly)
     layer: int | None = None  # the stage commands show this layer's self-attention (on its real input)
-
-
-@functools.cache
-def dim_labels(n):
-    """Column labels 0 … n−1; one shared list per width (a real model asks for 1536 of them per node)."""
-    return [str(j) for j in range(n)]
 
 
 class Builder:

@@ -14,14 +14,9 @@ from attncalc.core import positions
 from attncalc.core.expansion import Note
 from attncalc.core.graph import Node
 from attncalc.core.layer_ops import HeadRMSNorm
+from attncalc.core.names import dim_labels
 from attncalc.core.position_ops import Angles, Rope
 from attncalc.errors import InputError
-
-
-def _labels(n: int) -> list[str]:
-    from attncalc.core.build import dim_labels
-
-    return dim_labels(n)
 
 
 def qk_norm(b, path, prefix, q, k, heads, q_labels, k_labels, stage):
@@ -132,7 +127,7 @@ def rope(b, path, prefix, q, k, h, kv, dk, q_labels, k_labels, stage):
                 stage=stage,
                 formula=f"{t}_rope = rotate({x.split('.')[-1]}, angle)",
                 rows=labels,
-                cols=_labels(heads * dk),
+                cols=dim_labels(heads * dk),
                 about="rope",
             )
         )
