@@ -59,7 +59,7 @@ def in_process(path: str, runs: int) -> tuple[float, float]:
     gradients of layer 3's block alone, the forward's tensors already computed)."""
     sys.path.insert(0, ROOT)
     from attncalc.core.build import Options
-    from attncalc.core.build_layers import build
+    from attncalc.core.build_graph import build
     from attncalc.core.fixture import Fixture
     from attncalc.inputs.checkpoints import open_checkpoint
 

@@ -90,7 +90,7 @@ def llama_cpp_permute(w: np.ndarray, heads: int) -> np.ndarray:
 def test_tiny_llama_gguf_with_permuted_q_and_k_equals_transformers(tmp_path):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from attncalc.core.build_layers import build
+    from attncalc.core.build_graph import build
     from attncalc.core.fixture import Fixture
     from attncalc.inputs.checkpoints import open_checkpoint
 

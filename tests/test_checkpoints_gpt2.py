@@ -41,7 +41,7 @@ def saved(tmp_path, seed=1, **config):
 
 
 def graph(path, ids=IDS):
-    from attncalc.core.build_layers import build
+    from attncalc.core.build_graph import build
     from attncalc.core.fixture import Fixture
     from attncalc.inputs.checkpoints import open_checkpoint
 

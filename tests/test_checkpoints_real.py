@@ -40,7 +40,7 @@ STRINGS = [
 
 
 def graph_of(path: str, text: str, stage: str):
-    from attncalc.core.build_layers import build
+    from attncalc.core.build_graph import build
     from attncalc.core.fixture import Fixture
     from attncalc.inputs.checkpoints import open_checkpoint
 

@@ -24,7 +24,7 @@ def save(model, path) -> str:
 
 
 def attncalc_graph(path: str, stage: str, ids=IDS):
-    from attncalc.core.build_layers import build
+    from attncalc.core.build_graph import build
     from attncalc.core.fixture import Fixture
     from attncalc.inputs.checkpoints import open_checkpoint
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import doc
 
-from attncalc.core.build_layers import build
+from attncalc.core.build_graph import build
 from attncalc.core.fixture import Fixture
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -107,7 +107,7 @@ def tiny(tmp_path_factory):
 
 
 def tiny_graph(folder, ids=IDS):
-    from attncalc.core.build_layers import build
+    from attncalc.core.build_graph import build
     from attncalc.core.fixture import Fixture
     from attncalc.inputs.checkpoints import open_checkpoint
 
@@ -255,7 +255,7 @@ def test_gemma3_logits_and_greedy_tokens_equal_transformers(gemma_path, gemma_re
 
 
 def doc_logits(path, ids):
-    from attncalc.core.build_layers import build
+    from attncalc.core.build_graph import build
     from attncalc.core.fixture import Fixture
     from attncalc.inputs.checkpoints import open_checkpoint
 

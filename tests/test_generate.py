@@ -8,7 +8,7 @@ import pytest
 from conftest import doc
 
 from attncalc.core.build import Options
-from attncalc.core.build_layers import build
+from attncalc.core.build_graph import build
 from attncalc.core.fixture import Fixture
 from attncalc.errors import InputError
 from attncalc.run.decoding import Model, Settings, choose, generate, softmax, top_k_keep, top_p_keep

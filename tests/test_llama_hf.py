@@ -21,7 +21,7 @@ pytest.importorskip("transformers")
 from conftest import doc  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from attncalc.core.build_layers import build  # noqa: E402
+from attncalc.core.build_graph import build  # noqa: E402
 from attncalc.core.fixture import Fixture  # noqa: E402
 
 TOL = 1e-5

@@ -201,7 +201,7 @@ def qwen2_gguf(request, tmp_path_factory, vocabulary):
 def test_qwen2_gguf_hidden_states_and_logits_equal_transformers(qwen2_gguf):
     import torch
 
-    from attncalc.core.build_layers import build
+    from attncalc.core.build_graph import build
     from attncalc.core.fixture import Fixture
     from attncalc.inputs.checkpoints import open_checkpoint
 

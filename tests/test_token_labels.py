@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attncalc.inputs.checkpoints import labels as bulk
-from attncalc.inputs.checkpoints.tokens import TextTokenizer, byte_alphabet, readable, unbyte_table
+from attncalc.inputs.checkpoints.spelling import byte_alphabet, readable, unbyte_table
+from attncalc.inputs.checkpoints.tokens import TextTokenizer
 
 
 def reference_labels(by_id: dict, special: set, byte_level: bool, size: int) -> list[str]:

@@ -15,16 +15,15 @@ import dataclasses
 import numpy as np
 
 from attncalc.core.backward import backward
+from attncalc.core.build_layers import build_forward
 from attncalc.core.fixture import Fixture
 from attncalc.errors import InputError
 
 
 def build_backward(fx: Fixture, opts):
-    from attncalc.core.build_layers import build  # the forward builder (which hands the backward stage here)
-
     layer = opts.layer if opts else None
     if fx.has("decoder") and (layer is None or not fx.has("encoder")):
-        graph = build(fx, "decoder", dataclasses.replace(opts, layer=None) if opts else None)
+        graph = build_forward(fx, "decoder", dataclasses.replace(opts, layer=None) if opts else None)
         if "loss" not in graph.nodes:
             raise InputError(fx.where("target"), "tokens to predict (the loss the gradients start from)", "none")
         if layer is None:
@@ -32,7 +31,7 @@ def build_backward(fx: Fixture, opts):
             backward(graph, "loss", "note.grad_seed_loss", leaf_rows={"E": fx.vocab()})
             return graph
         return _layer_from_loss(graph, layer)
-    graph = build(fx, "attend", opts)
+    graph = build_forward(fx, "attend", opts)
     z = next(n for n in reversed(graph.nodes) if n.endswith("Z") and graph.nodes[n].stage != "backward")
     block_in = graph.nodes[z.removesuffix("Z") + "Q"].inputs[0]
     backward(graph, z, "note.grad_seed_ones", stop={block_in})

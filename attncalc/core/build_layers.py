@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from attncalc.core.build import Builder, Options, dim_labels
+from attncalc.core.build import Builder, Options
 from attncalc.core.expansion import Note
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import STAGES, Graph, Node
 from attncalc.core.layer_ops import Activation, GeGLU, LayerNorm, Mean, NegLogLikelihood, RMSNorm, SwiGLU
+from attncalc.core.names import dim_labels
 from attncalc.core.ops import Add, Affine, Identity, Softmax
 from attncalc.errors import InputError
 
@@ -373,12 +374,8 @@ def default_kind(path: str, key_is_pad) -> str:
     return "padding" if padded else "none"
 
 
-def build(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
-    """The graph of every tensor up to stage `upto` (one of graph.STAGES)."""
-    if upto == "backward":
-        from attncalc.core.build_backward import build_backward
-
-        return build_backward(fx, opts)
+def build_forward(fx: Fixture, upto: str, opts: Options | None = None) -> Graph:
+    """The graph of every tensor up to forward stage `upto` (core/build_graph.build adds backward)."""
     b = Builder(fx, opts)
     last = STAGES.index(upto)
     decoder_only = fx.has("decoder") and not fx.has("encoder")

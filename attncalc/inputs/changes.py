@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from attncalc.core.build import Options
-from attncalc.core.build_layers import build
+from attncalc.core.build_graph import build
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import Graph
 from attncalc.errors import InputError

@@ -19,7 +19,8 @@ import numpy as np
 from attncalc import texts
 from attncalc.arguments import check_document_options
 from attncalc.core.build import Options
-from attncalc.core.build_layers import build, stage_block
+from attncalc.core.build_graph import build
+from attncalc.core.build_layers import stage_block
 from attncalc.core.fields import known_paths, nearest, suggest, unknown_keys, unknown_path
 from attncalc.core.fixture import PATH_PART, Fixture
 from attncalc.core.graph import STAGES, Graph
@@ -27,6 +28,7 @@ from attncalc.errors import InputError, describe
 from attncalc.inputs.changes import changed_by_sets
 from attncalc.inputs.literal import parse_matrix
 from attncalc.inputs.reading import read_input
+from attncalc.inputs.request import Request
 from attncalc.texts import t
 
 MAIN = {
@@ -43,31 +45,6 @@ MAIN = {
 }
 WEIGHT_OPTIONS = {"wq": "Wq", "wk": "Wk", "wv": "Wv", "wo": "Wo"}
 TENSOR_OPTIONS = {"x": "X", "q": "Q", "k": "K", "v": "V", "weights": "A"}
-
-
-@dataclass
-class Request:
-    """What a command line asked for (all plain values: no NumPy needed to make one)."""
-
-    stage: str | None = "attend"  # None: the deepest stage the fixture has (decoder, encoder or attend)
-    example: str | None = None
-    fixture: str | None = None
-    document: str | None = None
-    exercise: str | None = None  # a fresh exercise: "7" or "7:tokens=4,heads=2" (docs/exercises.md)
-    inline: dict = field(default_factory=dict)  # option name → literal text
-    sets: list = field(default_factory=list)
-    kind: str | None = None
-    scale: float | None = None
-    block: str | None = None
-    heads: int | None = None
-    kv_heads: int | None = None
-    data: dict | None = None  # a fixture or pipe document already in memory (the Python API)
-    # a real checkpoint (inputs/checkpoints): --model PATH with --text or --ids; --layer N, --head H
-    model: str | None = None
-    text: str | None = None
-    ids: str | None = None
-    layer: int | None = None
-    head: int | None = None
 
 
 @dataclass

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attncalc.core.build import Builder, Options
-from attncalc.core.build_layers import build, decoder, output
+from attncalc.core.build_graph import build
+from attncalc.core.build_layers import decoder, output
 from attncalc.core.expansion import Expansion, Note, given
 from attncalc.core.fixture import Fixture
 from attncalc.core.graph import Graph, Node
