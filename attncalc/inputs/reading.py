@@ -9,16 +9,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from attncalc import texts
 from attncalc.errors import InputError
 from attncalc.inputs import files
 from attncalc.inputs.document import document_from, read_document
 from attncalc.inputs.examples import DEFAULT_EXAMPLE, load_example
-
-if TYPE_CHECKING:
-    from attncalc.inputs.session import Request
+from attncalc.inputs.request import Request
 
 NO_INPUT = (
     "--example NAME, --exercise SEED, --fixture FILE, a pipe document (stdin or a path), or inline matrices such as "

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from attncalc.inputs.checkpoints.tokens import BYTES_SHOWN_TABLE, SHOWN, byte_alphabet, readable
+from attncalc.inputs.checkpoints.spelling import BYTES_SHOWN_TABLE, SHOWN, byte_alphabet, readable
 
 _JOIN, _CUT = "\x00", "\U0010ffff"
 _BROKEN = re.compile("([\udc80-\udcff]+)")  # a character cut in two: its bytes, as surrogateescape spells them

@@ -10,6 +10,7 @@ spaces written as "▁" and is one word for the BPE; bytes no token spells fall 
 from __future__ import annotations
 
 from attncalc.errors import InputError
+from attncalc.inputs.checkpoints.rust_calls import rust
 
 ARCHITECTURES = ("gemma", "gemma2", "gemma3")
 CONTROL, USER_DEFINED = 3, 4  # GGUF token types
@@ -39,8 +40,6 @@ def merges(tokens: list[str]) -> list[tuple[str, str]]:
 def gemma(gguf_file, tokens: list[str], types: list[int], special: set, text_tokenizer):
     """A TextTokenizer (tokens.TextTokenizer, passed in) for a Gemma GGUF's vocabulary."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
-
-    from attncalc.inputs.checkpoints.tokens import rust
 
     def token_of(role: str, default: str) -> str:
         i = gguf_file.meta(f"tokenizer.ggml.{role}_token_id")

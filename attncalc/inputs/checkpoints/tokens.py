@@ -8,15 +8,16 @@ character cut in two (a CJK character spread over tokens) as <0xE7>.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
-import sys
 
 from attncalc.errors import InputError, describe
 from attncalc.inputs import files
+from attncalc.inputs.checkpoints import sentencepiece
+from attncalc.inputs.checkpoints.labels import readable_all, unique
+from attncalc.inputs.checkpoints.rust_calls import rust
+from attncalc.inputs.checkpoints.spelling import readable, unbyte_table
 
-SHOWN = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
 # How llama.cpp's pre-tokenizer types split text before BPE (None: GPT-2's own ByteLevel regex). qwen2's is
 # the regex of Qwen2's tokenizer.json, which llama.cpp (llama-vocab.cpp) runs with (?i:…) spelled out: it
 # differs from llama-bpe's only in taking one digit at a time; DeepSeek-R1's Qwen distillations share it.
@@ -34,78 +35,6 @@ GGUF_SPLITS = {
     "deepseek-r1-qwen": _QWEN2,
 }
 CONTROL, USER_DEFINED = 3, 4  # GGUF token types
-
-
-def byte_alphabet() -> dict[int, str]:
-    """GPT-2's printable spelling of each byte (printable Latin-1 bytes stand for themselves)."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    spelled, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            spelled[b] = chr(b)
-        else:
-            spelled[b] = chr(256 + extra)
-            extra += 1
-    return spelled
-
-
-def unbyte_table() -> dict[int, str]:
-    """A str.translate table from GPT-2's spelling back to each byte as the Latin-1 character of that value;
-    every other character below 256 becomes one Latin-1 cannot encode, so a token that is not wholly
-    byte-spelled fails to encode (a vocabulary of 151,936 tokens is read back at C speed)."""
-    table = {ord(c): chr(b) for b, c in byte_alphabet().items()}
-    return {**dict.fromkeys(range(256), "\uffff"), **table}
-
-
-SHOWN_TABLE = str.maketrans(SHOWN)
-# and, after decoding with surrogateescape, each byte of a character cut in two (U+DC80 … U+DCFF) as <0xNN>
-BYTES_SHOWN_TABLE = {**SHOWN_TABLE, **{0xDC00 + b: f"<0x{b:02X}>" for b in range(0x80, 0x100)}}
-
-
-def readable(token: str, unbyte: dict[int, str] | None) -> str:
-    """The label of one token: bytes decoded (`unbyte`: unbyte_table()), blanks made visible, broken
-    characters as <0xNN>."""
-    if unbyte is not None:
-        try:
-            raw = token.translate(unbyte).encode("latin-1")
-        except UnicodeEncodeError:  # not wholly byte-spelled (an added token written as text, a real space in it)
-            pass
-        else:
-            return raw.decode("utf-8", errors="surrogateescape").translate(BYTES_SHOWN_TABLE)
-    return token.replace("▁", " ").translate(SHOWN_TABLE) or token  # ▁: SentencePiece's word start
-
-
-@contextlib.contextmanager
-def quiet_stderr():
-    """File descriptor 2 sent to /dev/null: a Rust panic inside `tokenizers` prints its message and (with
-    RUST_BACKTRACE=1) a 256-line backtrace there, past Python's sys.stderr, before Python sees the panic."""
-    sys.stderr.flush()
-    try:
-        saved = os.dup(2)
-    except OSError:  # no descriptor 2 (a closed stderr): nothing to keep quiet
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def rust(call, where: str, expected: str):
-    """call() inside `tokenizers` (Rust): its errors and panics (pyo3's PanicException is a BaseException)
-    become an InputError naming `where`; the panic's own message stays out of the output."""
-    try:
-        with quiet_stderr():
-            return call()
-    except (KeyboardInterrupt, SystemExit, MemoryError):
-        raise
-    except Exception as e:  # tokenizers' own errors are one short line: worth showing
-        raise InputError(where, expected, " ".join(str(e).split())[:100] or type(e).__name__) from None
-    except BaseException:
-        raise InputError(where, expected, "the tokenizer library failed on it (a panic inside tokenizers)") from None
 
 
 class TextTokenizer:
@@ -137,7 +66,6 @@ class TextTokenizer:
         tokens = list(map(by_id.get, range(size)))
         if not all(tokens):  # ids the vocabulary skips (None), or an empty token
             tokens = [by_id.get(i, f"<unused {i}>") for i in range(size)]
-        from attncalc.inputs.checkpoints.labels import readable_all, unique
 
         unbyte = unbyte_table() if self.byte_level else None
         labels = readable_all(tokens, self.byte_level) or [readable(t, unbyte) for t in tokens]
@@ -241,7 +169,6 @@ def from_gguf(gguf_file) -> TextTokenizer | None:
     attncalc cannot use of it (another kind, SentencePiece's "llama"; an unknown pre-tokenizer; a bad merge)
     still labels the ids and is refused only for --text: a model runs on --ids whatever its tokenizer. A Gemma
     GGUF's SentencePiece vocabulary is rebuilt as a BPE by sentencepiece.py."""
-    from attncalc.inputs.checkpoints import sentencepiece
 
     if gguf_file.meta("tokenizer.ggml.tokens") is None:
         return None
