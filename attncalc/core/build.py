@@ -172,6 +172,38 @@ class Builder:
         self_attention=True,
     ):
         """Q, K, V → S → S_scaled → M, S_masked → A → O → Z, every tensor a named node."""
+        st = dict(zip(("qkv", "scores", "mask", "softmax", "attend"), stages if len(stages) == 5 else stages * 5))
+        h, kv, dk, dv = self._attention_weights(path)
+        q, k, v = self._projections(path, prefix, q_in, kv_in, (h, kv, dk, dv), q_labels, k_labels, st["qkv"])
+        if self.fx.has(f"{path}.q_norm") or self.fx.has(f"{path}.k_norm"):  # QK-norm (Gemma 3): before RoPE
+            q, k = steps.qk_norm(self, path, prefix, q, k, (h, kv), q_labels, k_labels, st["qkv"])
+        if self.position == "rope" and self_attention:
+            q, k = steps.rope(self, path, prefix, q, k, h, kv, dk, q_labels, k_labels, st["qkv"])
+        if self.extend_kv is not None and self_attention:  # the keys and values of earlier steps come first
+            k, v, k_labels = self.extend_kv(prefix, k, v, k_labels)
+        rows_cols = dict(rows=q_labels, cols=k_labels)
+        self._scores(path, prefix, q, k, (h, kv, dk), rows_cols, st["scores"], alibi=self_attention)
+        window = steps.window(self.fx, path) if self_attention and "causal" in kind else None  # on the causal mask
+        mm = MaskMatrix(kind, key_is_pad, q_labels, k_labels, window)
+        self._node(
+            prefix + "M", mm, (prefix + "S_scaled",), st["mask"], steps.mask_formula(kind, window), "mask", **rows_cols
+        )
+        masked = (prefix + "S_scaled", prefix + "M")
+        self._node(
+            prefix + "S_masked", Mask(mm.reason), masked, st["mask"], Note("formula.S_masked"), "mask", **rows_cols
+        )
+        self._node(
+            prefix + "A", Softmax(), (prefix + "S_masked",), st["softmax"], Note("formula.A"), "softmax", **rows_cols
+        )
+        return self._output(path, prefix, v, (h, kv, dv), q_labels, st["attend"])
+
+    def _node(self, name, op, inputs, stage, formula, about, rows, cols):
+        return self.g.add(
+            Node(name, op=op, inputs=inputs, stage=stage, formula=formula, rows=rows, cols=cols, about=about)
+        )
+
+    def _attention_weights(self, path) -> tuple[int, int, int, int | None]:
+        """The block's Wq, Wk, Wv as leaves, checked against each other: (heads, kv_heads, d_k, d_v)."""
         fx, g, d = self.fx, self.g, self.d
         top_heads = fx.integer("attention.heads", 1)
         h = fx.integer(f"{path}.heads", top_heads)
@@ -189,124 +221,43 @@ class Builder:
         dv = wv.shape[1] // kv if wv is not None else None
         for name, w in (("Wq", wq), ("Wk", wk), ("Wv", wv)):
             g.leaf(f"{path}.{name}", w, f"{path}.{name}")
-        st = dict(zip(("qkv", "scores", "mask", "softmax", "attend"), stages if len(stages) == 5 else stages * 5))
-        qkv = {}
+        return h, kv, dk, dv
+
+    def _projections(self, path, prefix, q_in, kv_in, dims, q_labels, k_labels, stage) -> tuple[str, str, str]:
+        """Q = x·Wq (+ bq), K and V from the keys' input likewise: the names of the three nodes."""
+        h, kv, dk, dv = dims
+        made = []
         for t, src, width in (
             ("Q", q_in, h * dk if dk else None),
             ("K", kv_in, kv * dk if dk else None),
             ("V", kv_in, kv * dv if dv else None),
         ):
             b = self._param(f"{path}.b{t.lower()}", (width,), required=False)
-            qkv[t] = g.add(
-                Node(
-                    prefix + t,
-                    op=Affine(),
-                    inputs=(src, f"{path}.W{t.lower()}") + ((b,) if b else ()),
-                    stage=st["qkv"],
-                    formula=f"{t} = {src.split('.')[-1]}·W{t.lower()}" + (f" + b{t.lower()}" if b else ""),
-                    rows=q_labels if t == "Q" else k_labels,
-                    cols=dim_labels(width or 0),
-                    about=t,
-                )
-            )
-        q, k = qkv["Q"], qkv["K"]
-        if fx.has(f"{path}.q_norm") or fx.has(f"{path}.k_norm"):  # QK-norm (Gemma 3): before RoPE
-            q, k = steps.qk_norm(self, path, prefix, q, k, (h, kv), q_labels, k_labels, st["qkv"])
-        if self.position == "rope" and self_attention:
-            q, k = steps.rope(self, path, prefix, q, k, h, kv, dk, q_labels, k_labels, st["qkv"])
-        v = qkv["V"]
-        if self.extend_kv is not None and self_attention:  # the keys and values of earlier steps come first
-            k, v, k_labels = self.extend_kv(prefix, k, v, k_labels)
-        g.add(
-            Node(
-                prefix + "S",
-                op=Scores(h, kv),
-                inputs=(q, k),
-                stage=st["scores"],
-                formula="S = Q·Kᵀ",
-                rows=q_labels,
-                cols=k_labels,
-                about="S",
-            )
-        )
-        scale, text = steps.scale(fx, self.opts, path, dk)
+            inputs = (src, f"{path}.W{t.lower()}") + ((b,) if b else ())
+            formula = f"{t} = {src.split('.')[-1]}·W{t.lower()}" + (f" + b{t.lower()}" if b else "")
+            rows = q_labels if t == "Q" else k_labels
+            made.append(self._node(prefix + t, Affine(), inputs, stage, formula, t, rows, dim_labels(width or 0)))
+        return tuple(made)
+
+    def _scores(self, path, prefix, q, k, dims, rows_cols, stage, alibi) -> None:
+        """S = Q·Kᵀ, ALiBi's bias where the model has it, and S_scaled."""
+        h, kv, dk = dims
+        self._node(prefix + "S", Scores(h, kv), (q, k), stage, "S = Q·Kᵀ", "S", **rows_cols)
+        scale, text = steps.scale(self.fx, self.opts, path, dk)
         scaled_in = (prefix + "S",)
-        if self.position == "alibi" and self_attention:
-            g.add(
-                Node(
-                    prefix + "bias",
-                    op=Alibi(h),
-                    inputs=(prefix + "S",),
-                    stage=st["scores"],
-                    formula="bias = −slope·(i − j)",
-                    rows=q_labels,
-                    cols=k_labels,
-                    about="alibi",
-                )
-            )
+        if self.position == "alibi" and alibi:
+            self._node(prefix + "bias", Alibi(h), (prefix + "S",), stage, "bias = −slope·(i − j)", "alibi", **rows_cols)
             scaled_in += (prefix + "bias",)
-        g.add(
-            Node(
-                prefix + "S_scaled",
-                op=Scale(scale, text),
-                inputs=scaled_in,
-                stage=st["scores"],
-                formula=f"S_scaled = S × {text}" + (" + bias" if len(scaled_in) > 1 else ""),
-                rows=q_labels,
-                cols=k_labels,
-                about="scale",
-            )
-        )
-        window = steps.window(fx, path) if self_attention and "causal" in kind else None  # on top of the causal mask
-        mm = MaskMatrix(kind, key_is_pad, q_labels, k_labels, window)
-        g.add(
-            Node(
-                prefix + "M",
-                op=mm,
-                inputs=(prefix + "S_scaled",),
-                stage=st["mask"],
-                formula=steps.mask_formula(kind, window),
-                rows=q_labels,
-                cols=k_labels,
-                about="mask",
-            )
-        )
-        g.add(
-            Node(
-                prefix + "S_masked",
-                op=Mask(mm.reason),
-                inputs=(prefix + "S_scaled", prefix + "M"),
-                stage=st["mask"],
-                formula=Note("formula.S_masked"),
-                rows=q_labels,
-                cols=k_labels,
-                about="mask",
-            )
-        )
-        g.add(
-            Node(
-                prefix + "A",
-                op=Softmax(),
-                inputs=(prefix + "S_masked",),
-                stage=st["softmax"],
-                formula=Note("formula.A"),
-                rows=q_labels,
-                cols=k_labels,
-                about="softmax",
-            )
-        )
-        g.add(
-            Node(
-                prefix + "O",
-                op=Attend(h, kv),
-                inputs=(prefix + "A", v),
-                stage=st["attend"],
-                formula=Note("formula.O_heads") if h > 1 else "O = A·V",
-                rows=q_labels,
-                cols=dim_labels(h * dv if dv else 0),
-                about="O",
-            )
-        )
+        formula = f"S_scaled = S × {text}" + (" + bias" if len(scaled_in) > 1 else "")
+        self._node(prefix + "S_scaled", Scale(scale, text), scaled_in, stage, formula, "scale", **rows_cols)
+
+    def _output(self, path, prefix, v, dims, q_labels, stage) -> str:
+        """O = A·V (heads side by side), then Z = O·Wo (+ bo), or Z = O where the block has no Wo."""
+        fx, g, d = self.fx, self.g, self.d
+        h, kv, dv = dims
+        o_formula = Note("formula.O_heads") if h > 1 else "O = A·V"
+        o_cols = dim_labels(h * dv if dv else 0)
+        self._node(prefix + "O", Attend(h, kv), (prefix + "A", v), stage, o_formula, "O", q_labels, o_cols)
         wo = fx.array(f"{path}.Wo", (h * dv if dv else None, d), False)
         bo = self._param(f"{path}.bo", (d,), required=False)
         if wo is None and dv is not None and d is not None and h * dv != d and fx.strict:
@@ -317,29 +268,10 @@ class Builder:
             )
         if wo is not None or bo:
             g.leaf(f"{path}.Wo", wo if wo is not None else np.eye(h * (dv or 0)), f"{path}.Wo")
-            g.add(
-                Node(
-                    prefix + "Z",
-                    op=Affine(),
-                    inputs=(prefix + "O", f"{path}.Wo") + ((bo,) if bo else ()),
-                    stage=st["attend"],
-                    formula="Z = O·Wo" + (" + bo" if bo else ""),
-                    rows=q_labels,
-                    cols=dim_labels(d or 0),
-                    about="Z",
-                )
-            )
-        else:
-            g.add(
-                Node(
-                    prefix + "Z",
-                    op=Identity(Note("note.no_wo")),
-                    inputs=(prefix + "O",),
-                    stage=st["attend"],
-                    formula=Note("formula.Z_no_wo"),
-                    rows=q_labels,
-                    cols=dim_labels(h * dv if dv else 0),
-                    about="Z",
-                )
-            )
-        return prefix + "Z"
+            inputs = (prefix + "O", f"{path}.Wo") + ((bo,) if bo else ())
+            formula = "Z = O·Wo" + (" + bo" if bo else "")
+            return self._node(prefix + "Z", Affine(), inputs, stage, formula, "Z", q_labels, dim_labels(d or 0))
+        identity = Identity(Note("note.no_wo"))
+        return self._node(
+            prefix + "Z", identity, (prefix + "O",), stage, Note("formula.Z_no_wo"), "Z", q_labels, o_cols
+        )
