@@ -127,44 +127,48 @@ def stage_command(stage: str):
 
             arguments.check_stage_options(stage, ctx.params, cli=True)
             o.quiet_blas_threads(model)
-            from attncalc.api import Calculation
-            from attncalc.render import latex
-            from attncalc.render.output import drawn_names, emit, may_refuse, refuse_huge_document, resolve_format
-
             req = o.request(ctx, stage)
+            opts = dict(fmt=fmt, precision=precision, work=work, cell=cell, only=only, standalone=standalone)
             if train_cmd.asked(training):
-                opts = dict(fmt=fmt, precision=precision, work=work, cell=cell, only=only, standalone=standalone)
                 return train_cmd.run(req, training, **opts)
-            names = arguments.names(only)
-            if resolve_format(fmt) == "json" and req.model is not None and may_refuse(names):  # before any weight
-                refuse_huge_document(Calculation(req, stand_in=True).session, names)
-            calc = Calculation(req)
-            if resolve_format(fmt) == "json":
-                refuse_huge_document(calc.session, names)
-            wanted = None if cell else names  # --only: compute (and hold) only those
-            if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
-                wanted = drawn_names(calc.session)  # a table draws the stage's own tensors: release the rest
-            values = calc.values(wanted)
-            if not values:
-                from attncalc.errors import InputError
-
-                raise InputError(
-                    stage,
-                    "enough input to compute this stage (for example --example woaini, or "
-                    "the inline matrices of --help)",
-                    "only " + ", ".join(req.inline or ["nothing"]),
-                )
-            for message in calc.warnings:
-                import sys
-
-                sys.stderr.write(f"attncalc: warning: {message}\n")
-            with latex.standalone(standalone):
-                emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
+            _show_stage(req, stage, **opts)
 
         o.guarded(run, debug)
 
     command.__doc__ = STAGE_HELP[stage]
     return train_cmd.with_options(command, training=stage == "backward")
+
+
+def _show_stage(req, stage: str, fmt, precision, work, cell, only, standalone) -> None:
+    """Compute a stage's tensors (only those shown, where a table shows fewer) and draw them."""
+    import sys
+
+    from attncalc import arguments
+    from attncalc.api import Calculation
+    from attncalc.errors import InputError
+    from attncalc.render import latex
+    from attncalc.render.output import drawn_names, emit, may_refuse, refuse_huge_document, resolve_format
+
+    names = arguments.names(only)
+    if resolve_format(fmt) == "json" and req.model is not None and may_refuse(names):  # before any weight
+        refuse_huge_document(Calculation(req, stand_in=True).session, names)
+    calc = Calculation(req)
+    if resolve_format(fmt) == "json":
+        refuse_huge_document(calc.session, names)
+    wanted = None if cell else names  # --only: compute (and hold) only those
+    if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
+        wanted = drawn_names(calc.session)  # a table draws the stage's own tensors: release the rest
+    values = calc.values(wanted)
+    if not values:
+        raise InputError(
+            stage,
+            "enough input to compute this stage (for example --example woaini, or the inline matrices of --help)",
+            "only " + ", ".join(req.inline or ["nothing"]),
+        )
+    for message in calc.warnings:
+        sys.stderr.write(f"attncalc: warning: {message}\n")
+    with latex.standalone(standalone):
+        emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
 
 
 for _stage in STAGE_HELP:

@@ -233,52 +233,21 @@ def open_session(req: Request, stand_in: bool = False) -> Session:
     got = read_input(req, stand_in)
     raw, source, strict, doc = got.fixture, got.source, got.strict, got.document
     refuse_missing_half(req, raw, req.stage)
-    reference = got.reference  # a model's files (or a big fixture file) the fixture stands for
     if req.stage is None:
         req = replace(req, stage=deepest_stage(raw))
     doc_options = dict(doc.get("options") or {}) if doc else {}
     check_document_options(doc_options, source or "document")
     block = req.block or doc_options.get("block")
     path = stage_block(Fixture(raw, strict=False), block) if isinstance(raw, dict) else "attention"
-    for opt, text in req.inline.items():
-        if opt in WEIGHT_OPTIONS:
-            req.sets.append(f"{path}.{WEIGHT_OPTIONS[opt]}={json.dumps(parse_matrix(text, '--' + opt).tolist())}")
-    req.sets += _head_sets(req, raw, path)
-    # what --set changes in a piped document: the fixture before it, to compare (a model's weights are
-    # not copied: everything is computed again from them)
-    unchanged = copy.deepcopy(raw) if doc and doc.get("tensors") and req.sets and not reference else None
-    for assignment in req.sets:
-        set_field(raw, assignment)
+    unchanged = _apply_sets(req, raw, path, doc, got.reference)
     notes = [_unknown("keys", source, unknown_keys(raw), known_paths())] if strict and unknown_keys(raw) else []
     given = _inline_tensors(req)
     if not strict:
-        raw.setdefault("position", {"type": "none"})  # a pasted X is used as it is
-    if not strict and "d_model" not in raw:
-        d = given["X"][1].shape[1] if "X" in given else None
-        if d is None:
-            w = (raw.get("attention") or {}).get("Wq")
-            d = len(w) if w else None
-        if d:
-            raw["d_model"] = d
-    options = {
-        k: v
-        for k, v in {
-            "kind": req.kind or doc_options.get("kind"),
-            "scale": req.scale if req.scale is not None else doc_options.get("scale"),
-            "block": block,
-            "layer": req.layer if req.layer is not None else doc_options.get("layer"),
-            "head": req.head if req.head is not None else doc_options.get("head"),
-        }.items()
-        if v is not None
-    }
-    d_k = None
-    if "Q" in given:
-        d_k = given["Q"][1].shape[1] // (req.heads or 1)
+        _calculator_defaults(raw, given)
+    options = _options(req, doc_options, block)
+    d_k = given["Q"][1].shape[1] // (req.heads or 1) if "Q" in given else None
     fx = Fixture(
-        raw,
-        source if source != "inline" else "",
-        strict,
-        prefix="fixture." if doc and not got.referred else "",
+        raw, source if source != "inline" else "", strict, prefix="fixture." if doc and not got.referred else ""
     )
     opts = Options(
         kind=options.get("kind"), scale=options.get("scale"), block=block, d_k=d_k, layer=options.get("layer")
@@ -290,26 +259,9 @@ def open_session(req: Request, stand_in: bool = False) -> Session:
         raise
     graph.warnings += notes
     passthrough = {}
-    last = STAGES.index(req.stage)
-    stale = _downstream(graph, _changed_by_options(req, doc_options, path)) if doc else set()
-    if doc and req.sets and reference:
-        stale |= set(graph.nodes)
-    if unchanged is not None:
-        stale |= _downstream(
-            graph, changed_by_sets(Fixture(unchanged, fx.source, strict, fx.prefix), graph, req.stage, opts)
-        )
-    for name, value in (doc.get("tensors") if doc else {}).items():
-        node = graph.nodes.get(name)
-        if node is None or not node.shown:
-            passthrough[name] = value
-        elif STAGES.index(node.stage) < last and name not in stale:
-            check_shape(node, value, f"{source}: tensors.{name}")
-            graph.give(name, value)
-    if passthrough:
-        known = _every_name(fx, opts)
-        strange = [n for n in passthrough if n not in known]
-        if strange:
-            graph.warnings.append(_unknown("tensors", source, strange, known))
+    if doc:
+        stale = _stale(graph, req, doc_options, path, got.reference, unchanged, fx, opts)
+        passthrough = _give_document(graph, doc, fx, opts, req.stage, stale, source)
     for name, (option, value) in given.items():
         if name not in graph.nodes:
             raise InputError(option, f"an input of the {req.stage} stage or earlier", f"{name}, a later tensor")
@@ -327,6 +279,75 @@ def open_session(req: Request, stand_in: bool = False) -> Session:
         typed=["--" + k for k in req.inline],
         reference_of=got.reference_of if got.reference is None and got.reference_of else lambda: got.reference,
     )
+
+
+def _apply_sets(req: Request, raw: dict, path: str, doc: dict | None, reference) -> dict | None:
+    """Inline weights (--wq …), --heads/--kv-heads and --set written into the fixture; returns the fixture
+    as it was before, where a piped document's tensors must be compared with it (a model's weights are not
+    copied: everything is computed again from them)."""
+    for opt, text in req.inline.items():
+        if opt in WEIGHT_OPTIONS:
+            req.sets.append(f"{path}.{WEIGHT_OPTIONS[opt]}={json.dumps(parse_matrix(text, '--' + opt).tolist())}")
+    req.sets += _head_sets(req, raw, path)
+    unchanged = copy.deepcopy(raw) if doc and doc.get("tensors") and req.sets and not reference else None
+    for assignment in req.sets:
+        set_field(raw, assignment)
+    return unchanged
+
+
+def _calculator_defaults(raw: dict, given: dict) -> None:
+    """A calculator without a fixture: no positions (a pasted X is used as it is), and d_model from X or Wq."""
+    raw.setdefault("position", {"type": "none"})
+    if "d_model" not in raw:
+        d = given["X"][1].shape[1] if "X" in given else None
+        if d is None:
+            w = (raw.get("attention") or {}).get("Wq")
+            d = len(w) if w else None
+        if d:
+            raw["d_model"] = d
+
+
+def _options(req: Request, doc_options: dict, block: str | None) -> dict:
+    """The options in force: the command line's, else the piped document's."""
+    chosen = {
+        "kind": req.kind or doc_options.get("kind"),
+        "scale": req.scale if req.scale is not None else doc_options.get("scale"),
+        "block": block,
+        "layer": req.layer if req.layer is not None else doc_options.get("layer"),
+        "head": req.head if req.head is not None else doc_options.get("head"),
+    }
+    return {k: v for k, v in chosen.items() if v is not None}
+
+
+def _stale(graph: Graph, req: Request, doc_options: dict, path: str, reference, unchanged, fx, opts) -> set:
+    """The tensors of a piped document that this command's options or --set make out of date."""
+    stale = _downstream(graph, _changed_by_options(req, doc_options, path))
+    if req.sets and reference:
+        stale |= set(graph.nodes)
+    if unchanged is not None:
+        before = Fixture(unchanged, fx.source, fx.strict, fx.prefix)
+        stale |= _downstream(graph, changed_by_sets(before, graph, req.stage, opts))
+    return stale
+
+
+def _give_document(graph: Graph, doc: dict, fx, opts, stage: str, stale: set, source: str) -> dict:
+    """A piped document's tensors of earlier stages given to the graph (unless stale); the rest returned, to
+    pass through (docs/document.md), with a warning for names no graph of this fixture has."""
+    passthrough = {}
+    last = STAGES.index(stage)
+    for name, value in (doc.get("tensors") or {}).items():
+        node = graph.nodes.get(name)
+        if node is None or not node.shown:
+            passthrough[name] = value
+        elif STAGES.index(node.stage) < last and name not in stale:
+            check_shape(node, value, f"{source}: tensors.{name}")
+            graph.give(name, value)
+    if passthrough:
+        known = _every_name(fx, opts)
+        strange = [n for n in passthrough if n not in known]
+        if strange:
+            graph.warnings.append(_unknown("tensors", source, strange, known))
+    return passthrough
 
 
 STAGE_INPUTS = {  # what a calculator can give a stage directly instead of the weights before it
