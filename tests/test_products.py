@@ -40,11 +40,16 @@ def test_equals_the_whole_weight_widened(rows, shape, layout):
     x = np.random.default_rng(rows).standard_normal((rows, shape[0]))
     got = widened_matmul(x, w)
     assert got.dtype == np.float64 and got.shape == (rows, shape[1])
-    # several BLAS threads split the outputs where they like, so x @ W itself varies in its last bit
-    np.testing.assert_allclose(got, x @ w.astype(np.float64), rtol=1e-13, atol=1e-13)
+    # BLAS sums each dot product in an order of its own choosing (its kernel, its threads), so two float64
+    # products of the same numbers differ by rounding alone: at most n·ε·Σ|x·w| per cell (Higham, Accuracy
+    # and Stability of Numerical Algorithms, §3.1), which is what this allows and nothing more; the
+    # same bound holds on one thread below
+    wide = w.astype(np.float64)
+    bound = shape[0] * np.finfo(np.float64).eps * (np.abs(x) @ np.abs(wide))
+    assert (np.abs(got - x @ wide) <= bound).all()
 
 
-BIT_FOR_BIT = f"""
+ONE_THREAD = f"""
 import numpy as np
 from attncalc.core.products import widened_matmul
 from test_products import weights
@@ -53,15 +58,19 @@ for rows in (1, 2, 5, 13, 64):
         for layout in ("stored", "in-out"):
             w = weights(shape, layout, rows)
             x = np.random.default_rng(rows).standard_normal((rows, shape[0]))
-            assert np.array_equal(widened_matmul(x, w), x @ w.astype(np.float64)), (rows, shape, layout)
+            wide = w.astype(np.float64)
+            bound = shape[0] * np.finfo(np.float64).eps * (np.abs(x) @ np.abs(wide))
+            assert (np.abs(widened_matmul(x, w) - x @ wide) <= bound).all(), (rows, shape, layout)
 print("same")
 """
 
 
-def test_on_one_blas_thread_the_numbers_are_the_same_bit_for_bit():
-    """As `--model` runs: the blocks split the outputs at multiples of 64, never the sums."""
+def test_on_one_blas_thread_the_numbers_agree_to_rounding():
+    """As `--model` runs: the blocks split the outputs at multiples of 64, never the sums; OpenBLAS picks a
+    kernel (and so an order of summing) by the product's shape and layout, so a block's cells may differ from
+    the whole product's in their last bits, never by more than rounding allows."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([ROOT, os.path.dirname(__file__)])}
-    done = subprocess.run([sys.executable, "-c", BIT_FOR_BIT], capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run([sys.executable, "-c", ONE_THREAD], capture_output=True, text=True, env=env, timeout=600)
     assert done.stdout.strip() == "same", done.stderr[-2000:]
 
 

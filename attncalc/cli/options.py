@@ -157,6 +157,7 @@ def quiet_blas_threads(model: str | None = None) -> None:
         blas.CHOSEN = not any(var in os.environ for var in threads)  # then a prompt's products may use two
         for var in threads:
             os.environ.setdefault(var, "1")
+        blas.install()  # a prompt's products of many rows on both cores, when this chose one thread
 
 
 def leave(code) -> NoReturn:

@@ -9,8 +9,9 @@ is ever held. A product of many rows (a prompt) is bound by arithmetic instead, 
 wide starves BLAS (512×576 · 576×1536 in 64-column blocks: 75 ms against 58 ms for the whole weight on
 one thread, 193 against 88 ms on two, on a busy machine): there the buffer grows to PROMPT_BUFFER_VALUES,
 up to 32 MiB, which the product's own arithmetic dwarfs. Each output cell is the same dot product over the
-same inputs in the same order as `x @ W.astype(float)` (the blocks split the outputs, never the sum), so
-the numbers are the same.
+same inputs as `x @ W.astype(float)` (the blocks split the outputs, never the sum); BLAS chooses its kernel,
+and so the order of each sum, by the shape and memory layout of the product, so the two agree to rounding:
+within n·ε·Σ|x·w| a cell (often bit for bit; tests/test_products.py holds the bound).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def widened_matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """[n, d] float64 · [d, m] float32 -> [n, m] float64, exactly x @ w.astype(float64)."""
+    """[n, d] float64 · [d, m] float32 -> [n, m] float64: x @ w.astype(float64), to rounding."""
     if x.ndim != 2 or w.ndim != 2 or w.dtype != np.float32 or x.dtype != np.float64:
         return x @ w.astype(np.result_type(x, w))
     d, m = w.shape

@@ -221,9 +221,6 @@ def open_checkpoint(spec: str) -> Checkpoint:
     """Read a checkpoint's config, tokenizer and tensor index (no weight is read yet)."""
     _require_extra(spec.endswith(".gguf"))
     from attncalc.inputs.checkpoints import tokens
-    from attncalc.run import blas
-
-    blas.install()  # a prompt's products of many rows on both cores, when the command line chose one thread
     from attncalc.inputs.checkpoints.tensors import GGUFFile, SafetensorsFiles
 
     path = resolve(spec)
