@@ -19,8 +19,7 @@ from attncalc.core.exercise import POSITIONS as EXERCISE_POSITIONS
 from attncalc.core.exercise_spec import OPTIONS as EXERCISE_OPTIONS
 from attncalc.core.exercise_spec import Spec
 from attncalc.core.names import MASK_KINDS, OPTIMIZERS
-from attncalc.errors import InputError
-from attncalc.render.formats import one_of
+from attncalc.errors import InputError, one_of
 
 NAMES = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -18,3 +18,9 @@ def describe(value) -> str:
     """A short, readable description of a bad value for error messages."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def one_of(words) -> str:
+    """`a, b or c`."""
+    words = list(words)
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]

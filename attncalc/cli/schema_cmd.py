@@ -20,8 +20,7 @@ def register(app: typer.Typer) -> None:
             import sys
 
             from attncalc import schemas
-            from attncalc.errors import InputError
-            from attncalc.render.formats import one_of
+            from attncalc.errors import InputError, one_of
 
             if name not in schemas.NAMES:
                 raise InputError("NAME", one_of(schemas.NAMES), repr(name))

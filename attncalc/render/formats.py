@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from attncalc.errors import one_of
+
 FORMATS = {
     "auto": "tables on a terminal, JSON in a pipe",
     "table": "labelled tables, weights shaded",
@@ -33,12 +35,6 @@ OFFERED = {
 }
 
 AUTO = {"walk": "table; markdown writes the whole walk as notes"}  # where auto means something else
-
-
-def one_of(words) -> str:
-    """`a, b or c`."""
-    words = list(words)
-    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
 
 
 def option_help(command: str = "stage") -> str:
