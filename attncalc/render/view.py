@@ -40,6 +40,8 @@ class View:
     row_labels: list[str]
     col_labels: list[str]
     heat: bool
+    name: str = ""  # the tensor's name, as `views` was given it (a generation step's: its public name)
+    head: int | None = None  # the head of a [h, n, m] tensor this slice is
 
 
 def views(
@@ -88,6 +90,8 @@ def views(
                     _labels(rows_l, a2.shape[1]),
                     _labels(cols_l, a2.shape[2]),
                     heat,
+                    name,
+                    h,
                 )
             )
         return out
@@ -100,6 +104,7 @@ def views(
             _labels(rows_l, a2.shape[0]) if a.ndim >= 2 else [name.split(".")[-1]],
             _labels(cols_l, a2.shape[1]),
             heat,
+            name,
         )
     ]
 
