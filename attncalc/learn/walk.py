@@ -237,8 +237,8 @@ def stop_note(stage: str, error: InputError, name: str, lang: str) -> str:
 def generation_screens(result, lang: str, precision: int, decoder_only: bool = False, variant=()) -> list[Screen]:
     """Greedy decoding with the KV cache (`decoding.generate`'s result), a screen per step: the new rows,
     the cache, the scores q·Kᵀ over it, the weights, the probabilities and the token chosen (the numbers of
-    `attncalc generate`). The worked cell is the first layer's score of the last new row against the first
-    cached key: q·Kᵀ checked against the cache, written out from the step's own graph."""
+    `attncalc generate`). The worked cell is the first layer's score of the last new row against the latest
+    cached key (`cached_cell`): q·Kᵀ checked against the cache, written out from the step's own graph."""
     from types import SimpleNamespace
 
     from attncalc.render.steps import shown_tensors, totals
@@ -262,7 +262,7 @@ def generation_screens(result, lang: str, precision: int, decoder_only: bool = F
                 [texts.why(first if step.index == 0 else "kv_cache", lang)],
                 [],
                 main=scores[0] if scores else None,
-                example=worked_cell(np.shape(step.tensors[scores[0]].value)) if scores else None,
+                example=cached_cell(np.shape(step.tensors[scores[0]].value), len(step.inputs)) if scores else None,
                 views=[
                     v
                     for name, t, x in shown
@@ -485,6 +485,13 @@ def worked_cell(shape: tuple) -> tuple:
     if not shape:
         return ()
     return tuple([0] * (len(shape) - 2) + [shape[-2] - 1, 0]) if len(shape) >= 2 else (shape[0] - 1,)
+
+
+def cached_cell(shape: tuple, new_rows: int) -> tuple:
+    """A generation step's worked score: its last new row against the key cached just before its new rows
+    (an earlier step's; the first key at step 0, when the cache holds only the new rows)."""
+    *head, rows, keys = shape
+    return tuple([0] * len(head) + [rows - 1, max(0, keys - new_rows - 1)])
 
 
 def quiz_cell(shape: tuple) -> tuple:

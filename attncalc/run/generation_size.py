@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from attncalc.render.output import HUGE, numbers_at_least, too_big
+from attncalc.render import output  # output.HUGE: the one cap, read when asked (tests lower it)
 from attncalc.run.decoding import Model, Settings, decoder_graph, token_limit
 
 
 def _numbers(graph) -> int:
-    return sum(numbers_at_least(graph, n) for n in graph.shown() if n not in graph.given)
+    return sum(output.numbers_at_least(graph, n) for n in graph.shown() if n not in graph.given)
 
 
 def generation_numbers(model: Model, settings: Settings) -> tuple[int, int]:
@@ -49,7 +49,7 @@ def refuse_huge_generation(model: Model, settings: Settings) -> None:
     if settings.max_new_tokens > token_limit(model)[0]:
         return  # more tokens than the context holds: generate refuses them before its first step
     least, total = generation_numbers(model, settings)
-    if least > HUGE:
-        raise too_big(least, "logits,probs", estimated=True)
-    if total > HUGE:
-        raise too_big(total, "logits,probs", steps=settings.max_new_tokens)
+    if least > output.HUGE:
+        raise output.too_big(least, "logits,probs", estimated=True)
+    if total > output.HUGE:
+        raise output.too_big(total, "logits,probs", steps=settings.max_new_tokens)

@@ -601,4 +601,5 @@ TEXTS = {
     "gen.what.S": "scores of the new row against every cached key, q·Kᵀ",
     "gen.what.S_rows": "scores of the prompt's rows against every cached key, q·Kᵀ",
     "ui.also_made": "Also made on this step",
+    "caption.head_skipped": "head {a} of {h} not shown",
 }

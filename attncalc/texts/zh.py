@@ -601,4 +601,5 @@ TEXTS = {
     "gen.what.S": "新行对缓存中每个键的分数 q·Kᵀ",
     "gen.what.S_rows": "提示词各行对缓存中每个键的分数 q·Kᵀ",
     "ui.also_made": "这一步还算出了",
+    "caption.head_skipped": "第 {a} 个头未显示（共 {h} 个）",
 }
