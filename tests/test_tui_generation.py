@@ -94,6 +94,9 @@ def test_every_generation_step_of_the_full_screen_walk_writes_out_its_cells(woai
         await pilot.press("tab")  # the next matrix: q, under the worked scores
         await pilot.pause()
         seen["q"] = (app.grids[app.current].matrix.view.name, app.panel_text)
+        await pilot.press("c", *"dec.0.self.K:1,2", "enter")  # a typed cell of the cache, by its shown name
+        await pilot.pause()
+        seen["c"] = (app.grids[app.current].matrix.view.name, app.grids[app.current].cursor, app.panel_text)
 
     drive(woaini, (120, 40), check)
     for k in GENERATION:
@@ -109,6 +112,9 @@ def test_every_generation_step_of_the_full_screen_walk_writes_out_its_cells(woai
     name, panel = seen["q"]
     assert name == "dec.0.self.q" and panel.startswith("dec.0.self.q[you, 0] = ")  # not `dec.0.self.q:[…]`
     assert ":[" not in panel and "×" in panel  # written out: x·Wq, not only its value
+    name, cursor, panel = seen["c"]
+    assert name == "dec.0.self.K" and cursor == (1, 2)
+    assert panel.startswith("dec.0.self.K[I, 2] = 1.27") and "row 1 was cached at an earlier step" in panel
 
 
 def test_at_120x40_every_step_opens_with_its_lit_input_cells_on_screen(woaini):
