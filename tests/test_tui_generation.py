@@ -34,12 +34,15 @@ def number(text: str) -> float:
     return float(text.strip("()").replace("−", "-"))
 
 
-def test_every_generation_step_of_the_plain_walk_writes_out_q_dot_k_against_the_cache(cli):
-    r = cli("walk", "--plain", "--no-pause", "-e", "woaini")
+@pytest.mark.parametrize("train", [False, True])
+def test_every_generation_step_of_the_plain_walk_writes_out_q_dot_k_against_the_cache(cli, train):
+    r = cli("walk", "--plain", "--no-pause", "-e", "woaini", *(["--train"] if train else []))
     assert r.exit_code == 0, r.stderr
-    steps = re.split(r"─+ Step (\d+)/30 · \w+ ─+", r.stdout)
-    by_number = {int(steps[k]): steps[k + 1] for k in range(1, len(steps), 2)}
-    for k in GENERATION:
+    steps = re.split(r"─+ Step (\d+)/(\d+) · (\w+) ─+", r.stdout)
+    by_number = {int(steps[k]): steps[k + 3] for k in range(1, len(steps), 4) if steps[k + 2] == "generate"}
+    n = int(steps[2])
+    assert sorted(by_number) == [n - 3, n - 2, n - 1, n] == ([53, 54, 55, 56] if train else GENERATION)
+    for k in sorted(by_number):
         text = by_number[k]
         assert "A worked cell:" in text, k
         worked = " ".join(text.split("A worked cell:", 1)[1].split())  # the arithmetic, unwrapped
@@ -51,7 +54,7 @@ def test_every_generation_step_of_the_plain_walk_writes_out_q_dot_k_against_the_
         assert [round(b, 3) for _, b in products] == cache[key], k  # its right factors: the cached key shown
         assert sum(a * b for a, b in products) == pytest.approx(float(result), abs=6e-4)
         assert table(text, "dec.0.self.S: scores")[row][list(cache).index(key)] == float(result)
-        if k > 27:  # after step 0 the worked key is one cached at an earlier step, not the new row's own
+        if k > n - 3:  # after step 0 the worked key is one cached at an earlier step, not the new row's own
             assert key != row and list(cache).index(key) == len(cache) - 2
 
 
