@@ -109,8 +109,8 @@ def test_a_bundled_example_keeps_its_whole_document_and_gains_the_top_tokens(cli
 
 def test_the_estimate_of_a_whole_generation_is_what_it_writes():
     import attncalc
-    from attncalc.render.steps import generation_numbers
     from attncalc.run.decoding import Settings, generate
+    from attncalc.run.generation_size import generation_numbers
 
     for example, settings in [
         ("tinyllama", Settings(max_new_tokens=7)),

@@ -143,3 +143,19 @@ def test_the_displays_in_a_real_kernel():
     assert Cells(generation["text/html"]).caption == "generated: I love you </s>"
     assert Cells(screen["text/html"]).rows[0] == ["", "Softmax: scores become attention weights"]
     assert picture["image/svg+xml"].startswith("<svg") and "0.405" in picture["image/svg+xml"]
+
+
+def test_a_heatmap_picture_is_wide_enough_for_its_own_title():
+    """woaini's A: `A = softmax(S_masked) per row   [3×3]` is wider than its three cells; the picture widens
+    to hold it (8 px a character of 13 px monospace, from x = 4), not clip it (`… per rov`)."""
+    from rich.cells import cell_len
+
+    calc = attncalc.load("woaini")
+    for name in ("A", "enc.0.A", "dec.0.cross.A"):
+        root = ET.fromstring(calc[name].heatmap().svg)
+        title = root.findall("{http://www.w3.org/2000/svg}text")[0]
+        assert title.get("font-weight") == "bold" and title.text.startswith(name)
+        width = int(root.get("width"))
+        assert width == int(root.get("viewBox").split()[2])
+        assert float(title.get("x")) + 8 * cell_len(title.text) <= width, (name, title.text, width)
+    assert root.find("{http://www.w3.org/2000/svg}rect").get("width") == str(width)  # the background too

@@ -243,3 +243,17 @@ def test_a_long_arithmetic_is_written_out_for_the_worked_cells_only(monkeypatch)
         "X[我, 0] = E[我, 0] = 1",
         "         E 中“我”那一行",
     ]  # short: kept
+
+
+def test_a_generation_steps_ready_matrices_are_named_as_their_titles_say():
+    """The page names a generation step's cell as the terminal does, `dec.0.self.q[I, 0]`, not `dec.0.self.q:[…]`."""
+    from attncalc.learn.walk import open_walk
+    from attncalc.render.page import page_data
+
+    data = page_data(open_walk("woaini", None, [], "en"))
+    steps = [s for s in data["told"]["en"]["screens"] if s["stage"] == "generate"]
+    assert len(steps) == 4
+    for s in steps:
+        names = [v["name"] for v in s["ready"]]
+        assert names[:3] == ["dec.0.self.q", "dec.0.self.k_new", "dec.0.self.v_new"] and "probs" in names
+        assert all(v["title"].startswith(v["name"]) and ":" not in v["name"] for v in s["ready"])

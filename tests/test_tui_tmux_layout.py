@@ -70,24 +70,32 @@ def test_the_current_step_is_marked_and_highlighted(pane, no_color):
     assert "\x1b[44m" not in other[: other.index(" 4 Scores")]
 
 
-@pytest.mark.parametrize("size", [(100, 30), (60, 24)])
+@pytest.mark.parametrize("size", [(100, 30), (80, 24), (60, 24)])
 def test_every_step_opens_at_its_explanation_with_the_cursor_in_reach(pane, woaini, size):
-    """On entering a step the start of its explanation is on screen; the cursor's cell too at 100×30 and,
-    on a short terminal where explanation and arithmetic take the rows, after one arrow key."""
+    """On entering a step its cursor's cell is on screen without a key, and at 100×30 the start of its
+    explanation too; on a short terminal, where explanation and arithmetic take the rows, the body scrolls
+    just enough for the cursor (it used to stay at the explanation, the cursor a key away)."""
     walk = woaini["en"]
     n = len(walk.screens)
     p = pane("--example woaini", size=size)
     for k, s in enumerate(walk.screens):
         line = step_line(k, n, s.stage, "en")
-        why = start(s.why[0]) if s.why else ""
-        if size == (100, 30):
-            p.wait(lambda shown, line=line, why=why: line in shown and why in shown and CURSOR.search(shown), str(k))
-        else:
-            p.wait(lambda shown, line=line, why=why: line in shown and why in shown, f"step {k + 1}'s why")
-            p.send("Down")  # on the last row the cursor stays; the body comes to it
-            p.wait(lambda shown: CURSOR.search(shown), f"step {k + 1}'s cursor after a key")
+        why = start(s.why[0]) if s.why and size == (100, 30) else ""
+        p.wait(lambda shown, line=line, why=why: line in shown and why in shown and CURSOR.search(shown), str(k))
         if k + 1 < n:
             p.send("n")
+
+
+@pytest.mark.parametrize(
+    "keys", [["j", "m", "a", "s", "k", "Enter"], ["j", "1", "2", "Enter"], ["j", "1", "4", "Enter"]]
+)
+def test_at_80x24_a_step_opens_with_its_cursor_on_screen(pane, keys):
+    """`--example padding`, `j mask` (and its Add & Norm steps): the cursor's cell, on the last row of a matrix
+    under a long explanation, is on screen when the step opens."""
+    p = pane("--example padding", size=(80, 24))
+    p.wait(lambda shown: "Step 1/19" in shown, "step 1")
+    p.send(*keys)
+    p.wait(lambda shown: "Step 1/19" not in shown and CURSOR.search(shown.replace("−∞", "-1")), "the cursor")
 
 
 def test_pgdn_pgup_end_home_scroll_the_step(pane, woaini):

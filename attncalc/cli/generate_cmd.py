@@ -190,17 +190,18 @@ def register(app) -> None:
                 raise InputError("--only", "-f json (tables always show each step's main tensors)", repr(only))
             from attncalc.render import steps as render
             from attncalc.run.decoding import generate as run_generation
+            from attncalc.run.generation_size import refuse_huge_generation
 
             req = o.request(ctx, "embed")
             if kind == "json" and full and names is None and req.model is not None:  # sized before a weight is read
                 from attncalc.api import Calculation
 
-                render.refuse_huge_generation(Calculation(req, stand_in=True).decoder_model(), settings)
+                refuse_huge_generation(Calculation(req, stand_in=True).decoder_model(), settings)
             session, decoder = _model(req)
             text_of = _text_of(session)  # a real model's: its steps in short unless --full or --only
             brief = text_of is not None and not full and names is None and kind in ("table", "json")
             if kind == "json" and not brief and names is None:
-                render.refuse_huge_generation(decoder, settings)
+                refuse_huge_generation(decoder, settings)
             with Progress(settings.max_new_tokens) as progress:
                 result = run_generation(decoder, settings, keep=not brief, on_step=progress.update)
             for message in session.graph.warnings:

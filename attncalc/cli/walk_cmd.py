@@ -94,28 +94,10 @@ def walk(
     def run():
         o.quiet_blas_threads(model)
         from attncalc import texts
-        from attncalc.errors import InputError
 
-        o.check_choices(fmt, None, lang, "walk")
-        if fmt == "markdown" and (quiz or export):
-            raise InputError("--quiz/--export", "a walk on the terminal (not -f markdown)", "-f markdown")
-        if export and not export.lower().endswith((".html", ".svg")):
-            raise InputError("--export", "a file name ending in .html or .svg", repr(export))
-        if html is not None:
-            clash = [
-                n
-                for n, on in (
-                    ("-f markdown", fmt == "markdown"),
-                    ("--export", export),
-                    ("--plain", plain),
-                    ("--no-pause", no_pause),
-                )
-                if on
-            ]
-            if clash:
-                raise InputError("--html", "the page alone (it is not shown on the terminal)", " and ".join(clash))
+        check_outputs(fmt, lang, quiz, export, plain, html, no_pause)
         from attncalc.inputs.examples import DEFAULT_EXAMPLE
-        from attncalc.learn.walk import markdown, open_walk
+        from attncalc.learn.walk import open_walk
 
         name = example
         if not (example or exercise or fixture or model):  # `attncalc walk` alone: the bundled example, said on stderr
@@ -136,37 +118,70 @@ def walk(
         )
         for message in w.session.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")
-        if fmt == "markdown":
-            sys.stdout.write(markdown(w, precision))
-            return
-        if html is not None:
-            from attncalc.render.page import save_page
-
-            size = len(save_page(w, html, quiz).encode("utf-8"))
-            sys.stderr.write(f"attncalc: {texts.t('page.wrote', path=html, size=size)}\n")
-            return
-        if not (plain or no_pause or export) and on_terminal():
-            from attncalc.cli.busy import SPINNER
-            from attncalc.tui.app import run as run_full_screen
-
-            SPINNER.stop()  # the full screen is Textual's from here
-            texts.use(w.lang)
-            code = run_full_screen(w, quiz)
-            if code:
-                raise typer.Exit(code)
-            return
-        from attncalc.render.table import console
-
-        con = console(record=bool(export), truecolor=bool(export))
-        pause = not no_pause and all(s is not None and s.isatty() for s in (sys.stdin, sys.stdout))  # None: closed
-        tour = Tour(w, con, precision, pause, quiz, pages=[] if export and export.lower().endswith(".svg") else None)
-        try:
-            tour.run()
-        finally:
-            if export:
-                save(con, export, tour.pages)
+        show(w, fmt, precision, quiz, export, plain, html, no_pause)
 
     o.guarded(run, debug)
+
+
+def check_outputs(fmt, lang, quiz: bool, export, plain: bool, html, no_pause: bool) -> None:
+    """The output options, before any work: the format and language, and the ones that exclude each other."""
+    from attncalc.errors import InputError
+
+    o.check_choices(fmt, None, lang, "walk")
+    if fmt == "markdown" and (quiz or export):
+        raise InputError("--quiz/--export", "a walk on the terminal (not -f markdown)", "-f markdown")
+    if export and not export.lower().endswith((".html", ".svg")):
+        raise InputError("--export", "a file name ending in .html or .svg", repr(export))
+    if html is not None:
+        clash = [
+            n
+            for n, on in (
+                ("-f markdown", fmt == "markdown"),
+                ("--export", export),
+                ("--plain", plain),
+                ("--no-pause", no_pause),
+            )
+            if on
+        ]
+        if clash:
+            raise InputError("--html", "the page alone (it is not shown on the terminal)", " and ".join(clash))
+
+
+def show(w, fmt, precision: int, quiz: bool, export, plain: bool, html, no_pause: bool) -> None:
+    """The walk as asked: Markdown, the page (--html), the full screen on a terminal, else screen by screen
+    (--plain, --no-pause, --export, or not a terminal)."""
+    from attncalc import texts
+    from attncalc.learn.walk import markdown
+
+    if fmt == "markdown":
+        sys.stdout.write(markdown(w, precision))
+        return
+    if html is not None:
+        from attncalc.render.page import save_page
+
+        size = len(save_page(w, html, quiz).encode("utf-8"))
+        sys.stderr.write(f"attncalc: {texts.t('page.wrote', path=html, size=size)}\n")
+        return
+    if not (plain or no_pause or export) and on_terminal():
+        from attncalc.cli.busy import SPINNER
+        from attncalc.tui.app import run as run_full_screen
+
+        SPINNER.stop()  # the full screen is Textual's from here
+        texts.use(w.lang)
+        code = run_full_screen(w, quiz)
+        if code:
+            raise typer.Exit(code)
+        return
+    from attncalc.render.table import console
+
+    con = console(record=bool(export), truecolor=bool(export))
+    pause = not no_pause and all(s is not None and s.isatty() for s in (sys.stdin, sys.stdout))  # None: closed
+    tour = Tour(w, con, precision, pause, quiz, pages=[] if export and export.lower().endswith(".svg") else None)
+    try:
+        tour.run()
+    finally:
+        if export:
+            save(con, export, tour.pages)
 
 
 def train_options(train: bool, start, end, optimizer, lr) -> dict | None:

@@ -76,6 +76,8 @@ class Screen:
     views: list = field(default_factory=list)  # ready views of tensors outside the graph (generation)
     lines: list[str] = field(default_factory=list)  # said after the matrices
     inputs: list[str] = field(default_factory=list)  # tensors of earlier screens that this one reads
+    graph: object = None  # the graph of `main` and `views` (a generation step's own); None: the session's
+    aliases: dict = field(default_factory=dict)  # a view's name -> its node in `graph` (dec.0.self.q -> …Q)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:  # a notebook: a table, not a dict dump
         from attncalc.render.notebook import screen_bundle
@@ -203,7 +205,9 @@ def tell(walk: Walk, lang: str) -> Walk:
 
                 model = Model(walk.session.fixture, walk.session.source, "")  # at most what its context holds
                 walk.generation = generate(
-                    model, Settings(max_new_tokens=max(1, min(Settings.max_new_tokens, token_limit(model)[0])))
+                    model,
+                    Settings(max_new_tokens=max(1, min(Settings.max_new_tokens, token_limit(model)[0]))),
+                    keep_graphs=True,  # each step's cells are written out like every other step's
                 )
             decoder_only = not walk.session.fixture.get("encoder")
             fx = walk.session.fixture
@@ -232,18 +236,22 @@ def stop_note(stage: str, error: InputError, name: str, lang: str) -> str:
 
 def generation_screens(result, lang: str, precision: int, decoder_only: bool = False, variant=()) -> list[Screen]:
     """Greedy decoding with the KV cache (`decoding.generate`'s result), a screen per step: the new rows,
-    the cache, the weights, the probabilities and the token chosen (the numbers of `attncalc generate`)."""
+    the cache, the scores q·Kᵀ over it, the weights, the probabilities and the token chosen (the numbers of
+    `attncalc generate`). The worked cell is the first layer's score of the last new row against the latest
+    cached key (`cached_cell`): q·Kᵀ checked against the cache, written out from the step's own graph."""
     from types import SimpleNamespace
 
     from attncalc.render.steps import shown_tensors, totals
     from attncalc.render.text import fmt
     from attncalc.render.view import views
+    from attncalc.run.decoding import graph_name
 
     first = "generate_only" if decoder_only else "generate"  # decoder-only, or encoder–decoder
     screens = []
     for step in result.steps:
-        shown = shown_tensors(step) + [("probs", step.tensors["probs"])]
+        shown = shown_tensors(step, scores=True) + [("probs", "probs", step.tensors["probs"])]
         title = texts.title("generate", lang, i=step.index, inputs=" ".join(step.inputs), token=step.token)
+        scores = [name for name, _, _ in shown if name.endswith(".self.S")][:1] if step.graph is not None else []
         screens.append(
             Screen(
                 "generate",
@@ -253,10 +261,16 @@ def generation_screens(result, lang: str, precision: int, decoder_only: bool = F
                 generation_formulas(len(step.inputs), step.index == 0, lang, variant),
                 [texts.why(first if step.index == 0 else "kv_cache", lang)],
                 [],
+                main=scores[0] if scores else None,
+                example=cached_cell(np.shape(step.tensors[scores[0]].value), len(step.inputs)) if scores else None,
                 views=[
-                    v for t, x in shown for v in views(t, SimpleNamespace(formula=t, rows=x.rows, cols=x.cols), x.value)
+                    v
+                    for name, t, x in shown
+                    for v in views(name, SimpleNamespace(formula=t, rows=x.rows, cols=x.cols), x.value)
                 ],
                 lines=[texts.ui("chosen", lang, token=step.token, p=fmt(step.probs[step.choice.token], precision))],
+                graph=step.graph,
+                aliases={name: graph_name(name) for name, _, _ in shown} if step.graph is not None else {},
             )
         )
     w, wo = totals(result)
@@ -473,6 +487,13 @@ def worked_cell(shape: tuple) -> tuple:
     return tuple([0] * (len(shape) - 2) + [shape[-2] - 1, 0]) if len(shape) >= 2 else (shape[0] - 1,)
 
 
+def cached_cell(shape: tuple, new_rows: int) -> tuple:
+    """A generation step's worked score: its last new row against the key cached just before its new rows
+    (an earlier step's; the first key at step 0, when the cache holds only the new rows)."""
+    *head, rows, keys = shape
+    return tuple([0] * len(head) + [rows - 1, max(0, keys - new_rows - 1)])
+
+
 def quiz_cell(shape: tuple) -> tuple:
     """The cell the quiz asks: row 1, column 1 where they exist (another cell than the worked one)."""
     return tuple([0] * (len(shape) - 2) + [min(1, n - 1) for n in shape[-2:]]) if shape else ()
@@ -499,18 +520,25 @@ def label_of(node, idx: tuple) -> str:
     return cell_label(node, idx) if idx else node.name
 
 
+def graph_of(walk: Walk, screen: Screen):
+    """The graph a screen's cells are written out from: a generation step's own, else the session's."""
+    return screen.graph if screen.graph is not None else walk.session.graph
+
+
 def cell(walk: Walk, screen: Screen, text: str):
     """`ROW,COL` of the screen's main tensor or `TENSOR:ROW,COL` of any → (label, Expansion)."""
     name, _, where = text.strip().rpartition(":")
     name = name.strip() or screen.main
     if name is None:
         raise InputError("c", texts.ui("no_cell", walk.lang))
-    g = walk.session.graph
+    g, shown = graph_of(walk, screen), name
+    name = screen.aliases.get(name, name)
     if name not in g.nodes or not g.can_compute(name):
-        raise InputError("c", "a tensor of this walk (" + ", ".join(screen.tensors + screen.weights) + ")", repr(name))
+        known = screen.tensors + screen.weights + list(screen.aliases)
+        raise InputError("c", "a tensor of this walk (" + ", ".join(known) + ")", repr(shown))
     node, value = g.node(name), g.value(name)
     idx = parse_cell(where, node.rows, node.cols, np.shape(value), option="c")
-    return label_of(node, idx), g.explain(name, idx)
+    return label_of(replace(node, name=shown), idx), g.explain(name, idx)
 
 
 # ---- drawing ---------------------------------------------------------------------------------
@@ -561,7 +589,7 @@ def draw(con, walk: Walk, k: int, precision: int, ask=None) -> None:
         print_paragraph(con, line)
         con.print()
     if s.example is not None and s.main:
-        g = walk.session.graph
+        g = graph_of(walk, s)
         con.print(Text(texts.ui("example", lang), style="italic"))
         print_explanation(con, label_of(g.node(s.main), s.example), g.explain(s.main, s.example), precision)
         con.print()
@@ -571,7 +599,7 @@ def markdown(walk: Walk, precision: int) -> str:
     """The whole walk as one Markdown document: a section per screen."""
     from attncalc.render.notes import markdown_explanation, markdown_view, md_escape
 
-    lang, g = walk.lang, walk.session.graph
+    lang = walk.lang
     desc = walk.session.fixture.get("description") or ""
     if desc and texts.has("example." + walk.name):  # a bundled example, described in the reader's language
         desc = texts.t("example." + walk.name, lang)
@@ -593,6 +621,7 @@ def markdown(walk: Walk, precision: int) -> str:
         out += [markdown_view(v, precision) for v in views_of(walk, s.weights + s.tensors) + s.views]
         out += [f"{md_escape(line)}\n" for line in s.lines]
         if s.example is not None and s.main:
+            g = graph_of(walk, s)
             expl = markdown_explanation(label_of(g.node(s.main), s.example), g.explain(s.main, s.example), precision)
             out += [f"*{texts.ui('example', lang).rstrip(':：')}*", "", expl, ""]
     out += [f"> {md_escape(n)}\n" for n in walk.notes]

@@ -132,6 +132,7 @@ def screen_bundle(screen) -> dict:
 
 
 CELL_W, CELL_H = 64, 26  # a heatmap picture's cell at least, in px
+CHAR_W = 8  # px a terminal cell of its 13 px monospace text takes at most (DejaVu Sans Mono: 7.8; 我 is 2)
 
 
 class Picture:
@@ -165,10 +166,11 @@ def heatmap(name: str, node, value, precision: int = 3, head: int | None = None)
     shown = [(i, j) for i in v.rows if i is not None for j in v.cols if j is not None]
     finite = [float(v.matrix[c]) for c in shown if np.isfinite(v.matrix[c])]
     lo, hi = heat.scale(name, finite)
-    left = 12 + 8 * max([cell_len(v.row_labels[i]) for i in v.rows if i is not None] + [1])
-    cell_w = max([CELL_W] + [16 + 8 * len(cell_text(float(v.matrix[c]), precision)) for c in shown])
+    left = 12 + CHAR_W * max([cell_len(v.row_labels[i]) for i in v.rows if i is not None] + [1])
+    cell_w = max([CELL_W] + [16 + CHAR_W * len(cell_text(float(v.matrix[c]), precision)) for c in shown])
     top = 48
-    width, height = left + cell_w * len(v.cols) + 8, top + CELL_H * len(v.rows) + 8
+    title_w = 4 + CHAR_W * cell_len(v.title) + 8  # the title at x = 4, whole: the picture is as wide as it needs
+    width, height = max(left + cell_w * len(v.cols) + 8, title_w), top + CELL_H * len(v.rows) + 8
     font = 'font-family="DejaVu Sans Mono, Menlo, monospace" font-size="13"'
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">',

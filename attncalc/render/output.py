@@ -200,8 +200,9 @@ class Stage:
 
         graph = self.session.graph
         head = self.session.options.get("head")  # --head: per-head tensors drawn for that head only
+        keep = dict(self.chosen)  # --cell's head, row and column are drawn, however large the tensor
         for name in stage_names(self.session, self.values, self.only):
-            yield from views(name, titled(graph, name), self.values[name], head=head)
+            yield from views(name, titled(graph, name), self.values[name], head=head, keep=keep.get(name, ()))
 
     @property
     def predicts(self) -> bool:

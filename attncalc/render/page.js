@@ -166,7 +166,7 @@ function place(n, key) {
   const arith = document.getElementById("arith"), lit = document.getElementById("lit");
   if (g.role === "ready") {
     const [i, j] = key.split(",").map(Number), r = g.v.rows.indexOf(i), c = g.v.cols.indexOf(j);
-    arith.textContent = say("given", { label: `${g.v.title.split(" ")[0]}[${g.v.rl[r]}, ${g.v.cl[c]}]`, value: g.v.cells[r][c][0] });
+    arith.textContent = say("given", { label: `${g.v.name}[${g.v.rl[r]}, ${g.v.cl[c]}]`, value: g.v.cells[r][c][0] });
     lit.textContent = "";
     return;
   }

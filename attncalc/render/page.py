@@ -197,7 +197,7 @@ def screen_data(walk, s, p: int) -> dict:
         "tensors": s.tensors,
         "main": s.main,
         "example": example,
-        "ready": [dict(view_data(v, p, v.title.split()[0]), title=v.title) for v in s.views],
+        "ready": [dict(view_data(v, p, v.name), title=v.title, name=v.name) for v in s.views],
     }
 
 

@@ -9,7 +9,7 @@ from attncalc.render.text import fmt
 from attncalc.render.view import cell_text, views
 from attncalc.texts import t as say
 
-WHAT = ("q", "q_rope", "k_new", "k_new_rope", "v_new", "K", "V", "A")  # what each is: the texts gen.what.*
+WHAT = ("q", "q_rope", "k_new", "k_new_rope", "v_new", "K", "V", "S", "A")  # what each is: the texts gen.what.*
 PROB_ROWS = 12  # rows of the probability table at most
 # columns a narrow terminal leaves out first: each follows from the ones kept (p, what is kept, p sample)
 PROB_DROP = ("rank", "scaled", "cum_p_k", "p_k", "logit", "cum_p_sample", "cum_p", "kept_k", "kept_p")
@@ -18,22 +18,27 @@ PROB_DROP = ("rank", "scaled", "cum_p_k", "p_k", "logit", "cum_p_sample", "cum_p
 # ---- what each step shows ------------------------------------------------------------------------
 
 
-def shown_tensors(step) -> list[tuple[str, object]]:
-    """(title, tensor) of a step's main tensors: per layer q, k_new, v_new, K, V, A, cross-attention A."""
+def shown_tensors(step, scores: bool = False) -> list[tuple[str, str, object]]:
+    """(name, title, tensor) of a step's main tensors: per layer q, k_new, v_new, K, V, (`scores`: S = q·Kᵀ,
+    the cells the walk writes out) A, cross-attention A."""
     out = []
     for name, t in step.tensors.items():
         head, _, last = name.rpartition(".")
+        if last == "S" and not scores:
+            continue
         if head.endswith(".self") and last in WHAT and f"{name}_rope" not in step.tensors:
-            rows = "_rows" if last in ("q", "q_rope") and len(t.rows or ()) > 1 else ""  # a prompt's rows at step 0
-            out.append((head[:-4], WHAT.index(last), f"{name}: {say('gen.what.' + last + rows)}", t))
+            rows = (
+                "_rows" if last in ("q", "q_rope", "S") and len(t.rows or ()) > 1 else ""
+            )  # a prompt's rows at step 0
+            out.append((head[:-4], WHAT.index(last), name, f"{name}: {say('gen.what.' + last + rows)}", t))
         elif head.endswith(".cross") and last == "A":
-            out.append((head[:-5], len(WHAT), f"{name}: {say('gen.what.cross_A')}", t))
-    return [(title, t) for *_, title, t in sorted(out, key=lambda r: r[:2])]
+            out.append((head[:-5], len(WHAT), name, f"{name}: {say('gen.what.cross_A')}", t))
+    return [(name, title, t) for *_, name, title, t in sorted(out, key=lambda r: r[:2])]
 
 
-def _views(title, t):
+def _views(name, title, t):
     short = f"  ({t.formula})" if len(str(t.formula)) <= 24 else ""
-    return views(title, SimpleNamespace(formula=title + short, rows=t.rows, cols=t.cols), t.value)
+    return views(name, SimpleNamespace(formula=title + short, rows=t.rows, cols=t.cols), t.value)
 
 
 def prob_rows(step, vocab) -> tuple[list[dict], int]:
@@ -42,15 +47,11 @@ def prob_rows(step, vocab) -> tuple[list[dict], int]:
     keeps, and the distribution the draw uses with its running sum."""
     import numpy as np
 
-    from attncalc.run.decoding import softmax
-
     c = step.choice
     order = np.argsort(-step.logits, kind="stable")  # every column below is monotone in the logits
     sample = c.u is not None
     keep = min(order.size, max(5, int(c.kept_p.sum()) + 2) if sample else 5, PROB_ROWS)
-    p_t = softmax(c.scaled)
-    p_k = softmax(np.where(c.kept_k, c.scaled, -np.inf))
-    cols = {"p": p_t if sample else step.probs, "p_k": p_k, "p_sample": c.p_sample}
+    cols = {"p": c.p_temperature() if sample else step.probs, "p_k": c.p_top_k(), "p_sample": c.p_sample}
     cums = {k: np.cumsum(v[order]) for k, v in cols.items()}
     rows = []
     for r, t in enumerate(order[:keep]):
@@ -171,8 +172,8 @@ def print_generation(model, result, precision: int) -> None:
             con.rule(title, characters="─", style="", align="left")
         else:  # a rule would cut its title: the title alone, wrapped between words
             con.print(title, style="bold", markup=False)
-        for title, t in shown_tensors(step):
-            print_views(con, _views(title, t), precision)
+        for name, title, t in shown_tensors(step):
+            print_views(con, _views(name, title, t), precision)
         rows, rest = prob_rows(step, model.vocab)
         cols = prob_columns(step, result.settings)
         marks = [("← argmax" if step.choice.u is None else "← u") if row["chosen"] else "" for row in rows]
@@ -277,8 +278,8 @@ def notes_text(model, result, precision: int, latex: bool = False) -> str:
         parts += [view_fn(v, precision) for v in views("enc_out", model.encoder.nodes["enc_out"], model.enc_out)]
     for step in result.steps:
         parts.append(head(step_title(step)))
-        for title, t in shown_tensors(step):
-            parts += [view_fn(v, precision) for v in _views(title, t)]
+        for name, title, t in shown_tensors(step):
+            parts += [view_fn(v, precision) for v in _views(name, title, t)]
         rows, rest = prob_rows(step, model.vocab)
         cols = prob_columns(step, result.settings)
         parts.append(table_fn([h for h, _ in cols], [[cell(r, k, precision) for _, k in cols] for r in rows]))
@@ -295,61 +296,6 @@ def notes_text(model, result, precision: int, latex: bool = False) -> str:
 
 
 # ---- JSON ----------------------------------------------------------------------------------------
-
-
-def _numbers(graph) -> int:
-    from attncalc.render.output import numbers_at_least
-
-    return sum(numbers_at_least(graph, n) for n in graph.shown() if n not in graph.given)
-
-
-def generation_numbers(model, settings) -> tuple[int, int]:
-    """(numbers every run writes: the encoder's tensors and the first step's, the whole prompt; numbers of a
-    run of settings.max_new_tokens steps), from shapes before anything is computed. A later step's tensors
-    grow by the same count with each row its caches hold (the caches, scores and weights over them), so
-    two step graphs over stand-in caches give every step's count."""
-    import numpy as np
-
-    from attncalc.run.decoding import decoder_graph
-
-    first = decoder_graph(model, model.prompt, 0, {})
-    least = _numbers(first) + (_numbers(model.encoder) if model.encoder is not None else 0)
-    sampled = len(model.vocab) if settings.strategy == "sample" else 0  # p_sample, every step
-    steps, rows = settings.max_new_tokens, len(model.prompt)
-    if steps <= 1:
-        return least + sampled, least + sampled
-    cached = [n for n in first.nodes if n.endswith("K_all")]
-
-    def later(m: int) -> int:  # a step after the first, its caches holding m rows before it
-        def zeros(name):
-            return np.broadcast_to(0.0, (m, len(first.nodes[name].cols or [0])))
-
-        past = {n[:-5]: (zeros(n), zeros(n[:-5] + "V_all"), ["#"] * m) for n in cached}
-        g = decoder_graph(model, model.prompt[-1:], m, past)
-        for name in g.nodes:  # cross-attention K and V: computed at the first step, given at every later one
-            if name.endswith((".cross.K", ".cross.V")):
-                g.give(name, np.zeros(0))
-        return _numbers(g)
-
-    one = later(rows)
-    two = later(rows + 1) if steps > 2 else one
-    total = least + one * (steps - 1) + (two - one) * (steps - 1) * (steps - 2) // 2
-    return least + sampled, total + sampled * steps
-
-
-def refuse_huge_generation(model, settings) -> None:
-    """Before generating: a document of every step's tensors over HUGE numbers is refused now, not after the
-    run ("at least" when the first step's alone, which every run writes, are too many)."""
-    from attncalc.render.output import HUGE, too_big
-    from attncalc.run.decoding import token_limit
-
-    if settings.max_new_tokens > token_limit(model)[0]:
-        return  # more tokens than the context holds: generate refuses them before its first step
-    least, total = generation_numbers(model, settings)
-    if least > HUGE:
-        raise too_big(least, "logits,probs", estimated=True)
-    if total > HUGE:
-        raise too_big(total, "logits,probs", steps=settings.max_new_tokens)
 
 
 def json_text(session, model, result, only: list[str] | None = None, text_of=None, brief: bool = False) -> str:

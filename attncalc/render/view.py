@@ -22,11 +22,18 @@ def cell_text(x: float, p: int) -> str:
     return f"{x:.{p}e}" if BIG <= abs(x) < float("inf") else fmt(x, p)
 
 
-def visible(n: int, limit: int) -> list[int | None]:
-    """Indices to draw along an axis of length n; None marks the gap (…)."""
+def visible(n: int, limit: int, keep: int | None = None) -> list[int | None]:
+    """Indices to draw along an axis of length n; None marks a gap (…). `keep`: an index drawn too (the
+    cell --cell names), between gaps of its own when the corners leave it out."""
     if n <= limit:
         return list(range(n))
-    return list(range(EDGE)) + [None] + list(range(n - EDGE, n))
+    shown = sorted(set(range(EDGE)) | set(range(n - EDGE, n)) | ({keep} if keep is not None else set()))
+    out: list[int | None] = []
+    for k in shown:
+        if out and k != out[-1] + 1:
+            out.append(None)
+        out.append(k)
+    return out
 
 
 @dataclass
@@ -40,13 +47,23 @@ class View:
     row_labels: list[str]
     col_labels: list[str]
     heat: bool
+    name: str = ""  # the tensor's name, as `views` was given it (a generation step's: its public name)
+    head: int | None = None  # the head of a [h, n, m] tensor this slice is
 
 
 def views(
-    name: str, node, value, max_rows: int = 16, max_cols: int = 12, max_heads: int = 8, head: int | None = None
+    name: str,
+    node,
+    value,
+    max_rows: int = 16,
+    max_cols: int = 12,
+    max_heads: int = 8,
+    head: int | None = None,
+    keep: tuple = (),
 ) -> list[View]:
     """The slices of `value` to draw: one per head for [h, n, m] (only `head` when given), one for a matrix,
-    a row for a vector."""
+    a row for a vector. `keep`: a cell's index (--cell's) whose head, row and column are drawn even where a
+    large tensor is summarised."""
     a = np.asarray(value)
     shape = "×".join(map(str, a.shape)) or say("caption.scalar")
     base = name.split(".")[-1]
@@ -70,36 +87,43 @@ def views(
             from attncalc.errors import InputError
 
             raise InputError("--head", f"a head from 0 to {a2.shape[0] - 1}", str(head))
-        heads = visible(a2.shape[0], max_heads) if head is None else [head]
+        at = dict(zip(("head", "row", "col"), keep)) if len(keep) == 3 else {}
+        heads = visible(a2.shape[0], max_heads, at.get("head")) if head is None else [head]
         out = []
         for k, h in enumerate(heads):
             if h is None:
                 continue
             caption = say("caption.head", h=h)
             if k and heads[k - 1] is None:  # the first head after a gap says which heads it skipped
-                skipped = say("caption.heads_skipped", a=heads[k - 2] + 1, b=h - 1, h=a2.shape[0])
+                a, b = heads[k - 2] + 1, h - 1
+                skipped = say("caption.head_skipped", a=a, h=a2.shape[0]) if a == b else None
+                skipped = skipped or say("caption.heads_skipped", a=a, b=b, h=a2.shape[0])
                 caption = f"{caption} · {skipped}"
             out.append(
                 View(
                     f"{title}  {caption}",
                     a2[h],
-                    visible(a2.shape[1], max_rows),
-                    visible(a2.shape[2], max_cols),
+                    visible(a2.shape[1], max_rows, at.get("row")),
+                    visible(a2.shape[2], max_cols, at.get("col")),
                     _labels(rows_l, a2.shape[1]),
                     _labels(cols_l, a2.shape[2]),
                     heat,
+                    name,
+                    h,
                 )
             )
         return out
+    row, col = (keep[0], keep[1]) if a.ndim == 2 and len(keep) == 2 else (None, keep[0] if len(keep) == 1 else None)
     return [
         View(
             title,
             a2,
-            visible(a2.shape[0], max_rows),
-            visible(a2.shape[1], max_cols),
+            visible(a2.shape[0], max_rows, row),
+            visible(a2.shape[1], max_cols, col),
             _labels(rows_l, a2.shape[0]) if a.ndim >= 2 else [name.split(".")[-1]],
             _labels(cols_l, a2.shape[1]),
             heat,
+            name,
         )
     ]
 

@@ -26,6 +26,7 @@ from attncalc.core.fixture import Fixture
 from attncalc.core.graph import Graph, Node
 from attncalc.core.ops import Affine, Attend, Identity, Op, Scores, Softmax
 from attncalc.errors import InputError
+from attncalc.render.notebook import generation_bundle
 
 # ---- sampling: pure functions on one vector of the vocabulary [V] ---------------------------
 
@@ -106,6 +107,14 @@ class Choice:
     p_sample: np.ndarray  # [V] the distribution the draw uses (0 outside kept_p)
     u: float | None = None  # the uniform draw in [0, 1); None for greedy
 
+    def p_temperature(self) -> np.ndarray:
+        """[V] softmax(logits / T): the probabilities at the temperature, before top-k and top-p."""
+        return softmax(self.scaled)
+
+    def p_top_k(self) -> np.ndarray:
+        """[V] the probabilities over what top-k keeps: the vector top-p walks down."""
+        return softmax(np.where(self.kept_k, self.scaled, -np.inf))
+
 
 def _divided(logits: np.ndarray, temperature: float) -> np.ndarray:
     """logits / T, refused (not ±∞ and NaN further on) when a T so small makes a logit overflow float64."""
@@ -129,7 +138,7 @@ def choose(logits: np.ndarray, s: Settings, rng) -> Choice:
         all_ = np.ones(logits.size, bool)
         return Choice(int(np.argmax(logits)), scaled, all_, all_, softmax(logits))
     kept_k = top_k_keep(scaled, s.top_k)
-    kept_p = top_p_keep(softmax(np.where(kept_k, scaled, -np.inf)), s.top_p) & kept_k
+    kept_p = top_p_keep(softmax(np.where(kept_k, scaled, -np.inf)), s.top_p) & kept_k  # Choice.p_top_k
     p_sample = softmax(np.where(kept_p, scaled, -np.inf))  # [V]
     order = rank(p_sample)[: int(kept_p.sum())]  # the kept tokens, most likely first
     u = float(rng.random())
@@ -314,6 +323,15 @@ def public_name(name: str) -> str:
     return f"{head}.{ALIASES[last]}" if head.endswith(".self") and last in ALIASES else name
 
 
+GRAPH_NAMES = {public: name for name, public in ALIASES.items()}
+
+
+def graph_name(public: str) -> str:
+    """The inverse of public_name: `dec.0.self.K` (the cache) -> `dec.0.self.K_all`, the node of a step's graph."""
+    head, _, last = public.rpartition(".")
+    return f"{head}.{GRAPH_NAMES[last]}" if head.endswith(".self") and last in GRAPH_NAMES else public
+
+
 @dataclass
 class Tensor:
     """One tensor of a step with its labels (a node's view, without the graph)."""
@@ -391,6 +409,7 @@ class Step:
     macs: dict  # {"with_cache": …, "without_cache": …}
     seconds: float
     tensors: dict = field(default_factory=dict)  # public name -> Tensor (when kept)
+    graph: Graph | None = None  # the step's graph, to write out its cells (when kept: the walk)
 
 
 @dataclass
@@ -401,17 +420,18 @@ class Generation:
     prompt: list[str]
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:  # a notebook: a row per step
-        from attncalc.render.notebook import generation_bundle
-
         return generation_bundle(self)
 
     def _repr_html_(self) -> str:
         return self._repr_mimebundle_()["text/html"]
 
 
-def generate(model: Model, s: Settings, keep: bool = True, stop_at_eos: bool = True, on_step=None) -> Generation:
+def generate(
+    model: Model, s: Settings, keep: bool = True, stop_at_eos: bool = True, on_step=None, keep_graphs: bool = False
+) -> Generation:
     """Decode from the prompt until eos or s.max_new_tokens new tokens (stop_at_eos=False: always N);
-    `on_step(done)` after each step (progress)."""
+    `on_step(done)` after each step (progress); `keep_graphs`: each step keeps its graph (the walk explains
+    its cells)."""
     s.check()
     limit, why = token_limit(model)
     if s.max_new_tokens > limit:
@@ -456,7 +476,20 @@ def generate(model: Model, s: Settings, keep: bool = True, stop_at_eos: bool = T
             tensors = _export_cached(g) if s.use_cache else _export_full(g, n, i == 0)
         token = model.vocab[choice.token]
         steps.append(
-            Step(i, list(new), total - n, total, logits, g.value("probs")[-1], choice, token, macs, seconds, tensors)
+            Step(
+                i,
+                list(new),
+                total - n,
+                total,
+                logits,
+                g.value("probs")[-1],
+                choice,
+                token,
+                macs,
+                seconds,
+                tensors,
+                g if keep_graphs else None,
+            )
         )
         generated.append(token)
         if on_step is not None:

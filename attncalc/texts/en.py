@@ -597,4 +597,9 @@ TEXTS = {
     "note.qk_norm_cell": "column {c} of head {head}: mean(x²) is taken over this head's columns only",
     "note.blocked_window": "key {k} is {back} positions before query {q}: outside the sliding window of {window} keys",
     "note.visible_window": "{kind}, sliding window of {window} keys: query {q} may look at key {k} ({back} back)",
+    # ---- tui (issue 34) ----
+    "gen.what.S": "scores of the new row against every cached key, q·Kᵀ",
+    "gen.what.S_rows": "scores of the prompt's rows against every cached key, q·Kᵀ",
+    "ui.also_made": "Also made on this step",
+    "caption.head_skipped": "head {a} of {h} not shown",
 }

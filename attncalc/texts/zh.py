@@ -597,4 +597,9 @@ TEXTS = {
     "note.qk_norm_cell": "第 {head} 个头的第 {c} 列：mean(x²) 只在这个头的列上计算",
     "note.blocked_window": "键 {k} 在查询 {q} 之前 {back} 个位置：在 {window} 个键的滑动窗口之外",
     "note.visible_window": "{kind}，{window} 个键的滑动窗口：查询 {q} 可以关注键 {k}（往前 {back} 个）",
+    # ---- tui (issue 34) ----
+    "gen.what.S": "新行对缓存中每个键的分数 q·Kᵀ",
+    "gen.what.S_rows": "提示词各行对缓存中每个键的分数 q·Kᵀ",
+    "ui.also_made": "这一步还算出了",
+    "caption.head_skipped": "第 {a} 个头未显示（共 {h} 个）",
 }

@@ -20,9 +20,10 @@ from textual.geometry import Region
 from textual.widgets import OptionList
 
 from attncalc import texts
-from attncalc.learn.walk import made_by, tell
+from attncalc.learn.walk import graph_of, made_by, tell
 from attncalc.tui.asking import Asking
-from attncalc.tui.grid import Matrix, MatrixGrid, matrices
+from attncalc.tui.grid import Matrix, MatrixGrid
+from attncalc.tui.layout import opening_top, sections
 from attncalc.tui.panel import arithmetic, light_background
 from attncalc.tui.prose import Prose, words
 
@@ -47,7 +48,9 @@ class WalkApp(Asking, App):
     .section { text-style: italic; margin-top: 1; }
     .para, .note { margin-top: 1; }
     .title { text-style: bold; margin-top: 1; }
+    .title.first { margin-top: 0; }
     #panel { height: auto; max-height: 45%; border-top: solid $primary; overflow-x: hidden; }
+    #panel.helping { max-height: 100%; }
     #ask { display: none; text-style: reverse; }
     #footer { dock: bottom; text-style: bold; }
     """
@@ -95,6 +98,7 @@ class WalkApp(Asking, App):
         self.mounted = None  # the step's widgets being mounted (an AwaitMount)
         self.opening = False  # show() is placing the cursor of a step just entered
         self.user_scrolled = False
+        self.failed = False  # the panel shows an error (`j 99`): the next key puts the arithmetic back
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -148,8 +152,8 @@ class WalkApp(Asking, App):
     # ---- a step -----------------------------------------------------------------------------------
 
     def show(self, k: int, keep_cursor: bool = False) -> None:
-        """Draw step k: its title, formulas and why first, then the tensors made here with the cursor on the
-        worked cell (or the quiz's cell), then their inputs and weights. The body opens at its top."""
+        """Draw step k: its title, formulas and why first, then the worked tensor with the cursor on the worked
+        cell (or the quiz's cell), the matrices that cell is made from, the rest (tui/layout.py)."""
         old = (self.current, self.grids[self.current].cursor) if keep_cursor and self.grids else None
         before, self.k, s, lang = self.k, k, self.walk.screens[k], self.walk.lang
         self.seen.add(k)
@@ -161,24 +165,17 @@ class WalkApp(Asking, App):
         widgets = [Prose(*(words(f, indent=2) for f in s.formulas))] if s.formulas else []
         widgets += [Prose(w, classes="para") for w in s.why]
         self.grids = []
-        made = sorted(s.tensors, key=lambda name: name != s.main)  # the worked tensor first, under the why
-        for section, names, role in (
-            ("", made, "tensor"),
-            ("inputs", s.inputs, "input"),
-            ("weights", s.weights, "weight"),
-        ):
-            on_step = [m for name in names for m in matrices(self.walk, name, role)]
-            if on_step and section:
+        for section, shown in sections(self.walk, s):  # the worked tensor, then what its cell is made from
+            if section:
                 widgets.append(Prose(texts.ui(section, lang), classes="section"))
-            widgets += self.grid_widgets(on_step)
-        widgets += self.grid_widgets([Matrix(v.title, v, 2, role="ready") for v in s.views])
+            widgets += self.grid_widgets(shown, under_section=bool(section))
         widgets += [Prose(words(line, "bold"), classes="title") for line in s.lines]
         if k + 1 == len(self.walk.screens):  # how the walk ends (an encoder-only model, a fixture's last stage)
             widgets += [Prose(note, classes="note") for note in self.walk.notes]
         self.mounted = body.mount_all(widgets)
         body.scroll_home(animate=False)
         quiz = self.quiz and k not in self.asked and s.quiz is not None
-        self.opening = True  # the body stays at its top: the cursor shows when it fits under the why
+        self.opening = True  # the body opens on the cursor, the explanation and the lit cells (opening_top)
         self.user_scrolled = False  # a PgDn before the opening scroll has run wins over it
         if old is not None and old[0] < len(self.grids):
             self.current, where = old
@@ -191,12 +188,15 @@ class WalkApp(Asking, App):
         self.opening = False
         self.update_footer()
 
-    def grid_widgets(self, shown: list[Matrix]) -> list:
+    def grid_widgets(self, shown: list[Matrix], under_section: bool = False) -> list:
+        """A title and a grid per matrix; a section's first title right under the section's name, a vector's
+        right under the vector before it (γ and β, a list of parameters)."""
         out = []
-        for m in shown:
+        for k, m in enumerate(shown):
             grid = MatrixGrid(m, self.p)
             self.grids.append(grid)
-            out += [Prose(m.view.title, classes="title"), grid]
+            tight = under_section and (not k or m.ndim == shown[k - 1].ndim == 1)
+            out += [Prose(m.view.title, classes="title first" if tight else "title"), grid]
         return out
 
     # ---- the cursor -------------------------------------------------------------------------------
@@ -222,8 +222,8 @@ class WalkApp(Asking, App):
 
     def scroll_to_cursor(self, grid: MatrixGrid, where: tuple[int, int], down: bool = True) -> None:
         """The grid shows the cursor's column (it scrolls sideways itself, its row labels stay) and the body
-        scrolls as little as it can to show the cursor's row; on a step just entered, never past the start
-        of its explanation (on a short terminal the cursor may then be below it)."""
+        scrolls as little as it can to show the cursor's row; on a step just entered, the cursor's row, then
+        the start of its explanation, then the lit cells the cursor's cell is made from (layout.opening_top)."""
         grid.follow(where[1])
         body = self.query_one("#body", Body)
         if not down and self.user_scrolled:  # the step opened, then a key scrolled it: that stays
@@ -233,11 +233,13 @@ class WalkApp(Asking, App):
             body.scroll_to_region(Region(0, row, 1, 1), animate=False)
             return
         why = [w.virtual_region.y for w in body.query(".para")][:1]  # a step just entered: its explanation
-        body.scroll_to(y=min([max(0, row - body.size.height + 1), *why]), animate=False)  # starts on screen
+        lit = [g.virtual_region.y + g.matrix.view.rows.index(c[0]) + 1 for g in self.grids for c in g.lit_cells()]
+        height = body.scrollable_content_region.height
+        body.scroll_to(y=opening_top(row, lit, why[0] if why else None, height), animate=False)
 
     def light(self, matrix: Matrix, idx: tuple) -> None:
         """Light up the operand cells of the cursor's cell in every matrix on the step."""
-        graph = self.walk.session.graph
+        graph = graph_of(self.walk, self.walk.screens[self.k])
         operands = graph.operands(matrix.name, idx) if matrix.role != "ready" else []
         for g in self.grids:
             g.lit = [index for name, index in operands if name == g.matrix.name]
@@ -247,7 +249,7 @@ class WalkApp(Asking, App):
         grid = self.grids[self.current]
         if grid.cursor == grid.hidden and self.asking == "quiz":
             return  # the quiz question stays in the panel
-        parts = arithmetic(self.walk, grid.matrix, grid.matrix.index(grid.cursor))
+        parts = arithmetic(self.walk, self.walk.screens[self.k], grid.matrix, grid.matrix.index(grid.cursor))
         if self.verdict and self.verdict[0] == (self.k, self.current, grid.cursor):  # above its cell's arithmetic,
             parts.insert(0, words(self.verdict[1]))  # also when a resize redraws the step after the answer
         self.say(*parts)
@@ -256,7 +258,9 @@ class WalkApp(Asking, App):
         """Put `parts` (texts or prose parts) in the panel, at its top."""
         if self.helping != helping:
             self.helping = helping
+            self.query_one("#panel").set_class(helping, "helping")  # the whole help, not its first lines
             self.call_later(self.update_footer)
+        self.failed = False
         self.query_one("#arithmetic", Prose).set(*parts)
         self.query_one("#panel").scroll_home(animate=False)
 
@@ -332,6 +336,7 @@ class WalkApp(Asking, App):
         self.say(*texts.t("tui.help", self.walk.lang).split(" · "), helping=True)
 
     def close_help(self) -> None:
+        """The panel back to what the cursor is on (after the help or an error)."""
         if self.grids:
             self.explain_cursor()
         else:

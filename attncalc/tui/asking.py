@@ -7,7 +7,8 @@ from textual import events
 
 from attncalc import texts
 from attncalc.errors import InputError
-from attncalc.learn.walk import cell, label_of, quiz_cell
+from attncalc.inputs.literal import parse_cell
+from attncalc.learn.walk import cell, graph_of, label_of, quiz_cell
 from attncalc.render.text import expansion_lines, fmt
 from attncalc.tui.panel import worked
 from attncalc.tui.prose import Prose, words
@@ -56,6 +57,8 @@ class Asking:
                 self.typed += event.character
                 self.show_typed()
         else:
+            if self.failed and isinstance(event, events.Key):  # the error was read: the arithmetic comes back
+                self.close_help()
             await super().on_event(event)
 
     def action_cancel(self) -> None:
@@ -83,6 +86,7 @@ class Asking:
                 self.goto_step(text)
         except InputError as e:
             self.say(f"attncalc: {e}")
+            self.failed = True
 
     def goto_step(self, text: str) -> None:
         stages, n = [s.stage for s in self.walk.screens], len(self.walk.screens)
@@ -95,12 +99,12 @@ class Asking:
 
     def goto_cell(self, text: str) -> None:
         """`爱,0` on the step's main tensor or `K:你,1`: the cursor goes there when it is on the step."""
-        label, expansion = cell(self.walk, self.walk.screens[self.k], text)
-        name = text.rpartition(":")[0].strip() or self.walk.screens[self.k].main
-        graph = self.walk.session.graph
+        screen = self.walk.screens[self.k]
+        label, expansion = cell(self.walk, screen, text)
+        name = text.rpartition(":")[0].strip() or screen.main
+        name = screen.aliases.get(name, name)  # a generation step's view names its graph's node
+        graph = graph_of(self.walk, screen)
         node = graph.node(name)
-        from attncalc.inputs.literal import parse_cell
-
         idx = parse_cell(text.rpartition(":")[2], node.rows, node.cols, graph.value(name).shape, option="c")
         for n, g in enumerate(self.grids):
             where = g.matrix.cell_of(idx) if g.matrix.name == name else None

@@ -4,12 +4,13 @@ renderer uses, as `render/text.py` writes it), wrapped at operators to the panel
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from rich.cells import cell_len
 from rich.text import Text
 
 from attncalc import texts
-from attncalc.learn.walk import Walk, label_of, made_by
+from attncalc.learn.walk import Screen, Walk, graph_of, label_of, made_by
 from attncalc.render.text import expansion_lines, fmt
 from attncalc.texts import wrap
 from attncalc.tui.grid import Matrix
@@ -57,15 +58,17 @@ def worked(label: str, steps: list[str]) -> Part:
     return lambda width: [Text(line) for line in wrapped(label, steps, width)]
 
 
-def arithmetic(walk: Walk, matrix: Matrix, idx: tuple) -> list[Part]:
-    """`Q[爱, 1] = …` for a tensor's cell, then where it comes from; a generation step's cell as its value."""
-    lang, graph, p = walk.lang, walk.session.graph, walk.precision
+def arithmetic(walk: Walk, screen: Screen, matrix: Matrix, idx: tuple) -> list[Part]:
+    """`Q[爱, 1] = …` for a tensor's cell (a generation step's from the step's graph, named as its view:
+    `dec.0.self.q[I, 0]`), then where it comes from; a lesson's table cell as its value."""
+    lang, graph, p = walk.lang, graph_of(walk, screen), walk.precision
     v = matrix.view
     if matrix.role == "ready":
         i, j = idx[-2:] if len(idx) > 1 else (0, idx[-1])
-        label = f"{v.title.split()[0]}[{v.row_labels[i]}, {v.col_labels[j]}]"
+        label = f"{v.name}[{v.row_labels[i]}, {v.col_labels[j]}]"
         return [words(texts.t("tui.given", lang, label=label, value=fmt(float(v.matrix[i, j]), p)))]
-    parts = [worked(label_of(graph.node(matrix.name), idx), expansion_lines(graph.explain(matrix.name, idx), p))]
+    node = replace(graph.node(matrix.name), name=v.name or matrix.name)  # the name its view is titled by
+    parts = [worked(label_of(node, idx), expansion_lines(graph.explain(matrix.name, idx), p))]
     made = made_by(walk, matrix.name)
     if matrix.role == "input" and made is not None:
         parts.append(words(texts.t("tui.made_here", lang, k=made + 1)))
