@@ -78,3 +78,30 @@ def readable_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         if stream is not None and not is_utf(stream) and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors=HANDLER)
+
+
+_IN_THE_WAY: list = []  # what clear() takes off the terminal: the spinner's stop (attncalc/cli/busy.py)
+
+
+def in_the_way(erase) -> None:
+    """Register `erase()`, which takes a transient display (the spinner) off the terminal for good."""
+    _IN_THE_WAY.append(erase)
+
+
+def clear(stream=None) -> None:
+    """Call before writing to `stream` (stdout when None): when that text would reach the terminal the
+    spinner draws on (stderr, or stdout when it is a terminal), the spinner is erased first and never
+    comes back. Into a pipe or a file it keeps going."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        reaches = stream is sys.stderr or (stream is not None and stream.isatty())
+    except (ValueError, OSError, AttributeError):
+        reaches = False
+    while reaches and _IN_THE_WAY:
+        _IN_THE_WAY.pop()()
+
+
+def out(text: str) -> None:
+    """Write the command's output to stdout, the spinner taken off the terminal first when it is there."""
+    clear()
+    sys.stdout.write(text)

@@ -8,7 +8,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from attncalc import __version__
+from attncalc import __version__, terminal
 from attncalc.cli import (
     check_cmd,
     compare_cmd,
@@ -172,7 +172,7 @@ for _stage in STAGE_HELP:
 
 
 @app.command("examples")
-def examples(fmt: o.format_option("examples") = "auto"):
+def examples(fmt: o.format_option("examples") = "auto", debug: o.Debug = False):
     """List the bundled examples."""
 
     def run():
@@ -186,12 +186,11 @@ def examples(fmt: o.format_option("examples") = "auto"):
 
         rows = [(n, load_example(n).get("description", "")) for n in example_names()]
         if fmt == "json" or fmt == "auto" and not sys.stdout.isatty():
-            sys.stdout.write(json.dumps({n: d for n, d in rows}, ensure_ascii=False) + "\n")
+            terminal.out(json.dumps({n: d for n, d in rows}, ensure_ascii=False) + "\n")
         else:
-            for n, d in rows:
-                print(f"{n:10} {d}")
+            terminal.out("".join(f"{n:10} {d}\n" for n, d in rows))
 
-    o.guarded(run, False)
+    o.guarded(run, debug)
 
 
 for _module in (

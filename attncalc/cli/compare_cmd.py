@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 from attncalc.core.names import STAGES
 
@@ -104,10 +105,10 @@ def register(app: typer.Typer) -> None:
                 sys.stderr.write(f"attncalc: warning: {note}\n")
             form = formats.resolve(fmt)
             if form == "json":
-                sys.stdout.write(dumps(to_json(c)) + "\n")
+                terminal.out(dumps(to_json(c)) + "\n")
             elif form == "table":
                 print_comparison(c, precision, all_tensors)
             else:
-                sys.stdout.write(markdown_comparison(c, precision, all_tensors))
+                terminal.out(markdown_comparison(c, precision, all_tensors))
 
         o.guarded(run, debug)

@@ -8,7 +8,7 @@ from typing import Annotated, NoReturn, Optional
 
 import typer
 
-from attncalc import arguments, texts
+from attncalc import arguments, terminal, texts
 from attncalc.core.names import MASK_KINDS
 from attncalc.errors import MODELS_EXTRA
 from attncalc.inputs.examples import example_names
@@ -211,6 +211,7 @@ def unwritable(e: OSError) -> str | None:
 
 def fail(message: str, code: int = 2) -> None:
     """One line on stderr, then exit: the way every error leaves."""
+    terminal.clear(sys.stderr)
     sys.stderr.write(f"attncalc: error: {message}\n")
     raise typer.Exit(code)
 
@@ -222,6 +223,7 @@ def debugging() -> bool:
 
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
     try:
+        terminal.clear(sys.stderr)
         sys.stderr.write(f"attncalc: warning: {message}\n")
     except (OSError, ValueError, AttributeError):  # no stderr to say it on
         pass

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 Name = Annotated[str, typer.Argument(help="fixture, document or worksheet.", show_default=False)]
@@ -17,7 +18,6 @@ def register(app: typer.Typer) -> None:
         """Print the JSON Schema (Draft 2020-12) of a fixture, a pipe document or a worksheet."""
 
         def run():
-            import sys
 
             from attncalc import schemas
             from attncalc.errors import InputError
@@ -25,6 +25,6 @@ def register(app: typer.Typer) -> None:
 
             if name not in schemas.NAMES:
                 raise InputError("NAME", one_of(schemas.NAMES), repr(name))
-            sys.stdout.write(schemas.text(name))
+            terminal.out(schemas.text(name))
 
         o.guarded(run, debug)

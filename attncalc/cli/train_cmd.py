@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import sys
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 OPTIONS = {"optimizer": o.Optimizer, "lr": o.LearningRate, "steps": o.Steps}
@@ -73,4 +74,4 @@ def run(request, training: dict, *, fmt: str, precision: int, work, cell, only, 
         emit(calc.session, values, fmt=fmt, precision=precision, work=bool(work), cell=cell, only=shown, extra=extra)
     if fmt != "json":
         said = told(calc.training, precision)
-        sys.stdout.write("".join(("% " if fmt == "latex" else "") + line + "\n" for line in said))
+        terminal.out("".join(("% " if fmt == "latex" else "") + line + "\n" for line in said))

@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 HELP = (
@@ -137,7 +138,7 @@ def walk(
         for message in w.session.graph.warnings:
             sys.stderr.write(f"attncalc: warning: {message}\n")
         if fmt == "markdown":
-            sys.stdout.write(markdown(w, precision))
+            terminal.out(markdown(w, precision))
             return
         if html is not None:
             from attncalc.render.page import save_page

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 HELP = (
@@ -113,7 +114,7 @@ def worksheet(
         else:
             out = (draw.markdown if fmt == "markdown" else draw.text)(sheet, precision)
         if output is None:
-            sys.stdout.write(out)
+            terminal.out(out)
             return
         try:
             with open(output, "w", encoding="utf-8") as f:

@@ -4,7 +4,9 @@ are always printed, so NO_COLOR loses nothing), cell explanations below."""
 from __future__ import annotations
 
 import os
+import sys
 
+from attncalc import terminal
 from attncalc.render.text import explanation_text
 from attncalc.render.view import View, cell_text
 
@@ -29,6 +31,7 @@ def console(record: bool = False, stderr: bool = False, truecolor: bool = False)
     """The terminal's console; `truecolor` (a recording for --export) keeps every colour exact."""
     from rich.console import Console
 
+    terminal.clear(sys.stderr if stderr else None)  # the spinner leaves the terminal before the text comes
     width_ = width()
     plain = "NO_COLOR" in os.environ  # no escape codes at all, bold included
     con = Console(
