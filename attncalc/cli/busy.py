@@ -18,7 +18,7 @@ import threading
 from attncalc import terminal
 
 PROGRESS_AFTER = 2.0  # seconds of silence on a terminal before the spinner or a progress bar appears
-LONGEST_WAIT = 1e6  # ATTNCALC_PROGRESS_AFTER's ceiling, 11.6 days (1e10 overflowed the timer's clock)
+LONGEST_WAIT = 100_000  # ATTNCALC_PROGRESS_AFTER's ceiling, 28 hours (1e10 overflowed the timer's clock)
 ERASE = "\r\x1b[2K"  # to the line's start, the whole line erased
 FRAMES, ASCII_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏", "|/-\\"
 FRAME_SECONDS = 0.08

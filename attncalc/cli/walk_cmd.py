@@ -50,7 +50,8 @@ Export = Annotated[
     Optional[str],
     typer.Option(
         "--export",
-        help="Save what the terminal showed: FILE.html, or FILE.svg as one picture per step (FILE-01.svg, …).",
+        help="Save the whole walk as the terminal shows it, without pausing: FILE.html, or FILE.svg as one "
+        "picture per step (FILE-01.svg, …).",
         show_default=False,
     ),
 ]
@@ -59,7 +60,7 @@ Html = Annotated[
     typer.Option(
         "--html",
         help="Write the walk as one web page to explore offline (cells' arithmetic, heads, both languages, the "
-        "quiz), instead of showing it.",
+        "quiz), instead of showing it; - writes it to standard output.",
         show_default=False,
     ),
 ]
@@ -140,6 +141,11 @@ def walk(
         if fmt == "markdown":
             terminal.out(markdown(w, precision))
             return
+        if html == "-":  # as everywhere else, - is a standard stream: the page on stdout
+            from attncalc.render.page import page_html
+
+            terminal.out(page_html(w, quiz))
+            return
         if html is not None:
             from attncalc.render.page import save_page
 
@@ -159,7 +165,9 @@ def walk(
         from attncalc.render.table import console
 
         con = console(record=bool(export), truecolor=bool(export))
-        pause = not no_pause and all(s is not None and s.isatty() for s in (sys.stdin, sys.stdout))  # None: closed
+        pause = not (no_pause or export) and all(
+            s is not None and s.isatty() for s in (sys.stdin, sys.stdout)
+        )  # None: closed
         tour = Tour(w, con, precision, pause, quiz, pages=[] if export and export.lower().endswith(".svg") else None)
         try:
             tour.run()

@@ -11,20 +11,21 @@ from attncalc.render.text import explanation_text
 from attncalc.render.view import View, cell_text
 
 MIN_WIDTH = 20  # narrower than this, no matrix with its labels can be read: tables are laid out at 20
+MAX_WIDTH = 1000  # wider than any terminal is: COLUMNS=1000000 would lay out (and write) 30 MB of padding
 
 
 def width() -> int | None:
-    """The width tables are laid out in: $COLUMNS when it is a width, at least MIN_WIDTH. COLUMNS=0 (or
-    -5, or "wide") is no width: the terminal's own, else 80 (Rich, reading COLUMNS=0 itself, would lay
-    out every table empty, and a paragraph would wrap at 0). None: unset, Rich asks the terminal."""
+    """The width tables are laid out in: $COLUMNS when it is a width, from MIN_WIDTH to MAX_WIDTH.
+    COLUMNS=0 (or -5, or "wide") is no width: the terminal's own, else 80 (Rich, reading COLUMNS=0 itself,
+    would lay out every table empty, and a paragraph would wrap at 0). None: unset, Rich asks the terminal."""
     text = os.environ.get("COLUMNS")
     if text is None:
         return None
     if text.strip().isdigit() and int(text) > 0:
-        return max(MIN_WIDTH, int(text))
+        return max(MIN_WIDTH, min(MAX_WIDTH, int(text)))
     import shutil
 
-    return max(MIN_WIDTH, shutil.get_terminal_size().columns)  # ignores a COLUMNS that is no width
+    return max(MIN_WIDTH, min(MAX_WIDTH, shutil.get_terminal_size().columns))  # ignores a COLUMNS of no width
 
 
 def console(record: bool = False, stderr: bool = False, truecolor: bool = False):
