@@ -101,7 +101,24 @@ def clear(stream=None) -> None:
         _IN_THE_WAY.pop()()
 
 
-def out(text: str) -> None:
-    """Write the command's output to stdout, the spinner taken off the terminal first when it is there."""
+# A control character a token or a fixture holds (ESC[2J clears the screen, ESC]52 writes the clipboard,
+# ESC]8 hides a link, BEL rings): as its Unicode picture, ESC as ␛, BEL as ␇, DEL as ␡, a C1 control (8-bit
+# CSI) as <0x9B>. Newline and tab stay: they are the text's own layout.
+SHOWN_CONTROLS = {
+    **{c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"},
+    0x7F: "␡",
+    **{c: f"<0x{c:02X}>" for c in range(0x80, 0xA0)},
+}
+
+
+def shown(text: str) -> str:
+    """`text` with every control character visible (SHOWN_CONTROLS): what every table, note, walk, worksheet
+    and message goes through before it is written, so no token can drive the terminal or break an SVG."""
+    return text.translate(SHOWN_CONTROLS)
+
+
+def out(text: str, document: bool = False) -> None:
+    """Write the command's output to stdout, the spinner taken off the terminal first when it is there;
+    control characters shown, except in a JSON `document` (JSON escapes them its own way)."""
     clear()
-    sys.stdout.write(text)
+    sys.stdout.write(text if document else shown(text))

@@ -155,9 +155,7 @@ def stage_command(stage: str):
                     "only " + ", ".join(req.inline or ["nothing"]),
                 )
             for message in calc.warnings:
-                import sys
-
-                sys.stderr.write(f"attncalc: warning: {message}\n")
+                o.warn(message)
             with latex.standalone(standalone):
                 emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
 
@@ -186,7 +184,7 @@ def examples(fmt: o.format_option("examples") = "auto", debug: o.Debug = False):
 
         rows = [(n, load_example(n).get("description", "")) for n in example_names()]
         if fmt == "json" or fmt == "auto" and not sys.stdout.isatty():
-            terminal.out(json.dumps({n: d for n, d in rows}, ensure_ascii=False) + "\n")
+            terminal.out(json.dumps({n: d for n, d in rows}, ensure_ascii=False) + "\n", document=True)
         else:
             terminal.out("".join(f"{n:10} {d}\n" for n, d in rows))
 

@@ -117,11 +117,11 @@ def register(app: typer.Typer) -> None:
             calc = calculation(sheets)
             digits = named.get("precision", precision)
             for message in calc.graph.warnings:  # unknown fixture keys
-                sys.stderr.write(f"attncalc: warning: {message}\n")
+                o.warn(message)
             report = calc.check(sheets, tol=tol, precision=digits, hint=hint).to_dict()
             out = resolve_format(fmt)
             if out == "json":
-                terminal.out(dumps(report) + "\n")
+                terminal.out(dumps(report) + "\n", document=True)
                 if report["summary"]["not_attempted"] == report["summary"]["cells"]:  # said on the screen too
                     from attncalc.render.check_view import summary
 

@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
             fixture = make_exercise(spec)
             if resolve(fmt) == "json":
                 # (not inputs.document.dumps, which loads NumPy: an exercise needs none, and holds no NaN)
-                terminal.out(json.dumps(fixture, ensure_ascii=not is_utf(sys.stdout)) + "\n")
+                terminal.out(json.dumps(fixture, ensure_ascii=not is_utf(sys.stdout)) + "\n", document=True)
                 return
             from attncalc.render.exercise_view import problem_lines
 

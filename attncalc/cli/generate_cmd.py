@@ -205,9 +205,9 @@ def register(app) -> None:
             with Progress(settings.max_new_tokens) as progress:
                 result = run_generation(decoder, settings, keep=not brief, on_step=progress.update)
             for message in session.graph.warnings:
-                sys.stderr.write(f"attncalc: warning: {message}\n")
+                o.warn(message)
             if kind == "json":
-                terminal.out(render.json_text(session, decoder, result, names, text_of, brief) + "\n")
+                terminal.out(render.json_text(session, decoder, result, names, text_of, brief) + "\n", document=True)
             elif brief:
                 render.print_brief(decoder, result, precision, text_of)
             elif kind == "table":

@@ -25,6 +25,6 @@ def register(app: typer.Typer) -> None:
 
             if name not in schemas.NAMES:
                 raise InputError("NAME", one_of(schemas.NAMES), repr(name))
-            terminal.out(schemas.text(name))
+            terminal.out(schemas.text(name), document=True)
 
         o.guarded(run, debug)

@@ -137,14 +137,14 @@ def walk(
             train=training,
         )
         for message in w.session.graph.warnings:
-            sys.stderr.write(f"attncalc: warning: {message}\n")
+            o.warn(message)
         if fmt == "markdown":
             terminal.out(markdown(w, precision))
             return
         if html == "-":  # as everywhere else, - is a standard stream: the page on stdout
             from attncalc.render.page import page_html
 
-            terminal.out(page_html(w, quiz))
+            terminal.out(page_html(w, quiz), document=True)
             return
         if html is not None:
             from attncalc.render.page import save_page

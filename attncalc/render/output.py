@@ -243,7 +243,7 @@ def write_json(stage: Stage, fmt: str) -> None:
             "value": jsonable(exp.result),
             "lines": expansion_lines(exp, stage.precision),
         }
-    terminal.out(dumps(doc) + "\n")
+    terminal.out(dumps(doc) + "\n", document=True)
 
 
 def draw_tables(stage: Stage, fmt: str) -> None:

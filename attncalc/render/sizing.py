@@ -78,7 +78,7 @@ def emit(report: Report, document: dict, form: str) -> None:
     import json
 
     if form == "json":
-        terminal.out(json.dumps(document, ensure_ascii=False, allow_nan=False) + "\n")
+        terminal.out(json.dumps(document, ensure_ascii=False, allow_nan=False) + "\n", document=True)
     elif form == "table":
         print_table(report)
     else:

@@ -53,7 +53,29 @@ def console(record: bool = False, stderr: bool = False, truecolor: bool = False)
             raise SystemExit(0) from None
 
     con.on_broken_pipe = on_broken_pipe
+    con.push_render_hook(_ControlsShown())
     return con
+
+
+class _ControlsShown:
+    """Rich's render hook for every console above: the text of each segment drawn (a table's labels, a
+    title, the walk's screens, a recording for --export) with its control characters shown
+    (terminal.shown), so a token holding ESC[2J or ESC]52 draws as ␛[2J on the terminal, in the HTML
+    and in each SVG (where a control character is not even XML). Rich's own escape codes are added after."""
+
+    def process_renderables(self, renderables: list) -> list:
+        return [_Shown(r) for r in renderables]
+
+
+class _Shown:
+    def __init__(self, renderable):
+        self.renderable = renderable
+
+    def __rich_console__(self, con, options):
+        from rich.segment import Segment
+
+        for seg in con.render(self.renderable, options):
+            yield seg if seg.control else Segment(terminal.shown(seg.text), seg.style)
 
 
 def _heat_style(x: float):
