@@ -78,3 +78,47 @@ def readable_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         if stream is not None and not is_utf(stream) and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors=HANDLER)
+
+
+_IN_THE_WAY: list = []  # what clear() takes off the terminal: the spinner's stop (attncalc/cli/busy.py)
+
+
+def in_the_way(erase) -> None:
+    """Register `erase()`, which takes a transient display (the spinner) off the terminal for good."""
+    _IN_THE_WAY.append(erase)
+
+
+def clear(stream=None) -> None:
+    """Call before writing to `stream` (stdout when None): when that text would reach the terminal the
+    spinner draws on (stderr, or stdout when it is a terminal), the spinner is erased first and never
+    comes back. Into a pipe or a file it keeps going."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        reaches = stream is sys.stderr or (stream is not None and stream.isatty())
+    except (ValueError, OSError, AttributeError):
+        reaches = False
+    while reaches and _IN_THE_WAY:
+        _IN_THE_WAY.pop()()
+
+
+# A control character a token or a fixture holds (ESC[2J clears the screen, ESC]52 writes the clipboard,
+# ESC]8 hides a link, BEL rings): as its Unicode picture, ESC as ␛, BEL as ␇, DEL as ␡, a C1 control (8-bit
+# CSI) as <0x9B>. Newline and tab stay: they are the text's own layout.
+SHOWN_CONTROLS = {
+    **{c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"},
+    0x7F: "␡",
+    **{c: f"<0x{c:02X}>" for c in range(0x80, 0xA0)},
+}
+
+
+def shown(text: str) -> str:
+    """`text` with every control character visible (SHOWN_CONTROLS): what every table, note, walk, worksheet
+    and message goes through before it is written, so no token can drive the terminal or break an SVG."""
+    return text.translate(SHOWN_CONTROLS)
+
+
+def out(text: str, document: bool = False) -> None:
+    """Write the command's output to stdout, the spinner taken off the terminal first when it is there;
+    control characters shown, except in a JSON `document` (JSON escapes them its own way)."""
+    clear()
+    sys.stdout.write(text if document else shown(text))

@@ -8,7 +8,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from attncalc import __version__
+from attncalc import __version__, terminal
 from attncalc.cli import (
     check_cmd,
     compare_cmd,
@@ -141,7 +141,6 @@ def stage_command(stage: str):
 
 def _show_stage(req, stage: str, fmt, precision, work, cell, only, standalone) -> None:
     """Compute a stage's tensors (only those shown, where a table shows fewer) and draw them."""
-    import sys
 
     from attncalc import arguments
     from attncalc.api import Calculation
@@ -166,7 +165,7 @@ def _show_stage(req, stage: str, fmt, precision, work, cell, only, standalone) -
             "only " + ", ".join(req.inline or ["nothing"]),
         )
     for message in calc.warnings:
-        sys.stderr.write(f"attncalc: warning: {message}\n")
+        o.warn(message)
     with latex.standalone(standalone):
         emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
 
@@ -176,7 +175,7 @@ for _stage in STAGE_HELP:
 
 
 @app.command("examples")
-def examples(fmt: o.format_option("examples") = "auto"):
+def examples(fmt: o.format_option("examples") = "auto", debug: o.Debug = False):
     """List the bundled examples."""
 
     def run():
@@ -190,12 +189,11 @@ def examples(fmt: o.format_option("examples") = "auto"):
 
         rows = [(n, load_example(n).get("description", "")) for n in example_names()]
         if fmt == "json" or fmt == "auto" and not sys.stdout.isatty():
-            sys.stdout.write(json.dumps({n: d for n, d in rows}, ensure_ascii=False) + "\n")
+            terminal.out(json.dumps({n: d for n, d in rows}, ensure_ascii=False) + "\n", document=True)
         else:
-            for n, d in rows:
-                print(f"{n:10} {d}")
+            terminal.out("".join(f"{n:10} {d}\n" for n, d in rows))
 
-    o.guarded(run, False)
+    o.guarded(run, debug)
 
 
 for _module in (

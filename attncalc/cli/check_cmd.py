@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 Worksheet = Annotated[
@@ -83,8 +84,8 @@ def register(app: typer.Typer) -> None:
             o.check_choices(fmt, kind, lang, "check")
             source = "<stdin>" if worksheet == "-" else worksheet
             given = example or exercise or fixture or model
-            terminal = sys.stdin is None or sys.stdin.isatty()
-            if worksheet == "-" and not given and terminal:
+            on_tty = sys.stdin is None or sys.stdin.isatty()
+            if worksheet == "-" and not given and on_tty:
                 raise InputError("WORKSHEET", "a file path, or a sheet piped on standard input", "- on a terminal")
             text_of_sheet = read_text(worksheet, "worksheet")
             named = sheet_options(ctx, text_of_sheet, source)  # a sheet's first line may name its model
@@ -95,7 +96,7 @@ def register(app: typer.Typer) -> None:
                     "--example / --exercise / --fixture and pipe the worksheet)",
                     "-",
                 )
-            if not (given or named) and terminal:
+            if not (given or named) and on_tty:
                 raise InputError(
                     "model",
                     "--example NAME, --exercise SEED, --fixture FILE or a pipe document on standard input",
@@ -116,11 +117,11 @@ def register(app: typer.Typer) -> None:
             calc = calculation(sheets)
             digits = named.get("precision", precision)
             for message in calc.graph.warnings:  # unknown fixture keys
-                sys.stderr.write(f"attncalc: warning: {message}\n")
+                o.warn(message)
             report = calc.check(sheets, tol=tol, precision=digits, hint=hint).to_dict()
             out = resolve_format(fmt)
             if out == "json":
-                sys.stdout.write(dumps(report) + "\n")
+                terminal.out(dumps(report) + "\n", document=True)
                 if report["summary"]["not_attempted"] == report["summary"]["cells"]:  # said on the screen too
                     from attncalc.render.check_view import summary
 
@@ -128,7 +129,7 @@ def register(app: typer.Typer) -> None:
             elif out == "markdown":
                 from attncalc.render.check_view import markdown
 
-                sys.stdout.write(markdown(calc.graph, report, digits) + "\n")
+                terminal.out(markdown(calc.graph, report, digits) + "\n")
             else:
                 from attncalc.render.check_view import draw
 

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 from attncalc.core.names import STAGES
 
@@ -68,7 +69,6 @@ def register(app: typer.Typer) -> None:
         --right-set; changed cells marked, max |Δ| per tensor."""
 
         def run():
-            import sys
 
             from attncalc.errors import InputError
             from attncalc.inputs.document import dumps
@@ -101,13 +101,13 @@ def register(app: typer.Typer) -> None:
             names = arguments.names(only)
             c = compare(req, list(left_sets or []), list(sets or []) + list(right_sets or []), names, tol)
             for note in dict.fromkeys(c.left.graph.warnings + c.right.graph.warnings):
-                sys.stderr.write(f"attncalc: warning: {note}\n")
+                o.warn(note)
             form = formats.resolve(fmt)
             if form == "json":
-                sys.stdout.write(dumps(to_json(c)) + "\n")
+                terminal.out(dumps(to_json(c)) + "\n", document=True)
             elif form == "table":
                 print_comparison(c, precision, all_tensors)
             else:
-                sys.stdout.write(markdown_comparison(c, precision, all_tensors))
+                terminal.out(markdown_comparison(c, precision, all_tensors))
 
         o.guarded(run, debug)

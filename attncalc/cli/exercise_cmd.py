@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 PANEL = "Exercise"
@@ -70,10 +71,10 @@ def register(app: typer.Typer) -> None:
             fixture = make_exercise(spec)
             if resolve(fmt) == "json":
                 # (not inputs.document.dumps, which loads NumPy: an exercise needs none, and holds no NaN)
-                sys.stdout.write(json.dumps(fixture, ensure_ascii=not is_utf(sys.stdout)) + "\n")
+                terminal.out(json.dumps(fixture, ensure_ascii=not is_utf(sys.stdout)) + "\n", document=True)
                 return
             from attncalc.render.exercise_view import problem_lines
 
-            sys.stdout.write("\n".join(problem_lines(spec, fixture)) + "\n")
+            terminal.out("\n".join(problem_lines(spec, fixture)) + "\n")
 
         o.guarded(run, debug)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 GENERATION = "Generation"
@@ -130,7 +131,7 @@ class Progress:
             from attncalc import texts
             from attncalc.render.table import console
 
-            self.bar = Bar(console=console(stderr=True), transient=True)
+            self.bar = Bar(console=console(stderr=True), transient=True, redirect_stdout=False, redirect_stderr=False)
             self.task = self.bar.add_task(texts.t(self.label), total=self.total)
             self.bar.start()
         if self.bar is not None:
@@ -205,9 +206,9 @@ def register(app) -> None:
             with Progress(settings.max_new_tokens) as progress:
                 result = run_generation(decoder, settings, keep=not brief, on_step=progress.update)
             for message in session.graph.warnings:
-                sys.stderr.write(f"attncalc: warning: {message}\n")
+                o.warn(message)
             if kind == "json":
-                sys.stdout.write(render.json_text(session, decoder, result, names, text_of, brief) + "\n")
+                terminal.out(render.json_text(session, decoder, result, names, text_of, brief) + "\n", document=True)
             elif brief:
                 render.print_brief(decoder, result, precision, text_of)
             elif kind == "table":
@@ -216,6 +217,6 @@ def register(app) -> None:
                 from attncalc.render import latex
 
                 with latex.standalone(standalone):
-                    sys.stdout.write(render.notes_text(decoder, result, precision, latex=kind == "latex") + "\n")
+                    terminal.out(render.notes_text(decoder, result, precision, latex=kind == "latex") + "\n")
 
         o.guarded(run, debug)

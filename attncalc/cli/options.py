@@ -8,7 +8,7 @@ from typing import Annotated, NoReturn, Optional
 
 import typer
 
-from attncalc import arguments, texts
+from attncalc import arguments, terminal, texts
 from attncalc.core.names import MASK_KINDS
 from attncalc.errors import MODELS_EXTRA
 from attncalc.inputs.examples import example_names
@@ -212,7 +212,8 @@ def unwritable(e: OSError) -> str | None:
 
 def fail(message: str, code: int = 2) -> None:
     """One line on stderr, then exit: the way every error leaves."""
-    sys.stderr.write(f"attncalc: error: {message}\n")
+    terminal.clear(sys.stderr)
+    sys.stderr.write(terminal.shown(f"attncalc: error: {message}") + "\n")
     raise typer.Exit(code)
 
 
@@ -221,9 +222,15 @@ def debugging() -> bool:
     return os.environ.get("ATTNCALC_DEBUG", "").strip().lower() not in ("", *arguments.FALSE)
 
 
+def warn(message) -> None:
+    """`attncalc: warning: …` on stderr, its control characters shown (a token's ESC is no escape code)."""
+    terminal.clear(sys.stderr)
+    sys.stderr.write(terminal.shown(f"attncalc: warning: {message}") + "\n")
+
+
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
     try:
-        sys.stderr.write(f"attncalc: warning: {message}\n")
+        warn(message)
     except (OSError, ValueError, AttributeError):  # no stderr to say it on
         pass
 

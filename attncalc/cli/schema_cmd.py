@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 Name = Annotated[str, typer.Argument(help="fixture, document or worksheet.", show_default=False)]
@@ -17,13 +18,12 @@ def register(app: typer.Typer) -> None:
         """Print the JSON Schema (Draft 2020-12) of a fixture, a pipe document or a worksheet."""
 
         def run():
-            import sys
 
             from attncalc import schemas
             from attncalc.errors import InputError, one_of
 
             if name not in schemas.NAMES:
                 raise InputError("NAME", one_of(schemas.NAMES), repr(name))
-            sys.stdout.write(schemas.text(name))
+            terminal.out(schemas.text(name), document=True)
 
         o.guarded(run, debug)

@@ -8,8 +8,8 @@ tensors (the new weights; with Adam m, v, m̂, v̂ too), then the loss before an
 from __future__ import annotations
 
 import inspect
-import sys
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 OPTIONS = {"optimizer": o.Optimizer, "lr": o.LearningRate, "steps": o.Steps}
@@ -66,11 +66,11 @@ def run(request, training: dict, *, fmt: str, precision: int, work, cell, only, 
     shown = names or calc.training.tensors
     values = calc.values(None if cell else shown)
     for message in calc.warnings:
-        sys.stderr.write(f"attncalc: warning: {message}\n")
+        o.warn(message)
     fmt = resolve_format(fmt)
     extra = {"training": document(calc.training)} if fmt == "json" else None
     with latex.standalone(standalone):
         emit(calc.session, values, fmt=fmt, precision=precision, work=bool(work), cell=cell, only=shown, extra=extra)
     if fmt != "json":
         said = told(calc.training, precision)
-        sys.stdout.write("".join(("% " if fmt == "latex" else "") + line + "\n" for line in said))
+        terminal.out("".join(("% " if fmt == "latex" else "") + line + "\n" for line in said))

@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 HELP = (
@@ -49,7 +50,8 @@ Export = Annotated[
     Optional[str],
     typer.Option(
         "--export",
-        help="Save what the terminal showed: FILE.html, or FILE.svg as one picture per step (FILE-01.svg, …).",
+        help="Save the whole walk as the terminal shows it, without pausing: FILE.html, or FILE.svg as one "
+        "picture per step (FILE-01.svg, …).",
         show_default=False,
     ),
 ]
@@ -58,7 +60,7 @@ Html = Annotated[
     typer.Option(
         "--html",
         help="Write the walk as one web page to explore offline (cells' arithmetic, heads, both languages, the "
-        "quiz), instead of showing it.",
+        "quiz), instead of showing it; - writes it to standard output.",
         show_default=False,
     ),
 ]
@@ -117,7 +119,7 @@ def walk(
             train=training,
         )
         for message in w.session.graph.warnings:
-            sys.stderr.write(f"attncalc: warning: {message}\n")
+            o.warn(message)
         show(w, fmt, precision, quiz, export, plain, html, no_pause)
 
     o.guarded(run, debug)
@@ -154,7 +156,12 @@ def show(w, fmt, precision: int, quiz: bool, export, plain: bool, html, no_pause
     from attncalc.learn.walk import markdown
 
     if fmt == "markdown":
-        sys.stdout.write(markdown(w, precision))
+        terminal.out(markdown(w, precision))
+        return
+    if html == "-":  # as everywhere else, - is a standard stream: the page on stdout
+        from attncalc.render.page import page_html
+
+        terminal.out(page_html(w, quiz), document=True)
         return
     if html is not None:
         from attncalc.render.page import save_page
@@ -175,7 +182,9 @@ def show(w, fmt, precision: int, quiz: bool, export, plain: bool, html, no_pause
     from attncalc.render.table import console
 
     con = console(record=bool(export), truecolor=bool(export))
-    pause = not no_pause and all(s is not None and s.isatty() for s in (sys.stdin, sys.stdout))  # None: closed
+    pause = not (no_pause or export) and all(
+        s is not None and s.isatty() for s in (sys.stdin, sys.stdout)
+    )  # None: closed
     tour = Tour(w, con, precision, pause, quiz, pages=[] if export and export.lower().endswith(".svg") else None)
     try:
         tour.run()

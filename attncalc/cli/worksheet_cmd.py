@@ -6,11 +6,11 @@ command line. NumPy and Rich are imported only inside the command body.
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 HELP = (
@@ -92,7 +92,7 @@ def worksheet(
             "--decimals": decimals if decimals != 2 else None,
         }
         for message in calc.graph.warnings:
-            sys.stderr.write(f"attncalc: warning: {message}\n")
+            o.warn(message)
         if calc.stage != stages[-1] and layer is None:
             raise InputError("--to", f"a stage this input reaches (up to {calc.stage})", stages[-1])
         sheet = build(
@@ -112,8 +112,9 @@ def worksheet(
             out = page_html(sheet, precision, lang=calc_lang())
         else:
             out = (draw.markdown if fmt == "markdown" else draw.text)(sheet, precision)
+        out = terminal.shown(out)  # a token's control characters as ␛, ␇, … in the file too
         if output is None:
-            sys.stdout.write(out)
+            terminal.out(out)
             return
         try:
             with open(output, "w", encoding="utf-8") as f:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import sys
+
+from attncalc import terminal
 
 ESCAPES = {
     "\\": r"\textbackslash{}",
@@ -114,4 +115,4 @@ def standalone(on: bool):
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         yield
-    sys.stdout.write(document(buffer.getvalue()))
+    terminal.out(document(buffer.getvalue()))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from attncalc import terminal
 from attncalc.core.ops import Identity, Scores
 from attncalc.errors import InputError
 from attncalc.inputs.document import dumps, jsonable, make_document
@@ -244,7 +244,7 @@ def write_json(stage: Stage, fmt: str) -> None:
             "value": jsonable(exp.result),
             "lines": expansion_lines(exp, stage.precision),
         }
-    sys.stdout.write(dumps(doc) + "\n")
+    terminal.out(dumps(doc) + "\n", document=True)
 
 
 def draw_tables(stage: Stage, fmt: str) -> None:
@@ -275,7 +275,7 @@ def write_notes(stage: Stage, fmt: str) -> None:
 
         parts.append(markdown_predictions(stage.session.graph, stage.values, stage.precision))
     parts += [expl_fn(label, exp, stage.precision) for label, exp in stage.explained()]
-    sys.stdout.write("\n".join(parts) + "\n")
+    terminal.out("\n".join(parts) + "\n")
 
 
 STAGE_RENDERERS = {"json": write_json, "table": draw_tables, "markdown": write_notes, "latex": write_notes}

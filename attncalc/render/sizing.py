@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attncalc import terminal
+
 
 @dataclass
 class Report:
@@ -74,11 +76,10 @@ def latex(report: Report) -> str:
 def emit(report: Report, document: dict, form: str) -> None:
     """Write `document` as JSON, or `report` as a table, Markdown or LaTeX (`form` already resolved)."""
     import json
-    import sys
 
     if form == "json":
-        sys.stdout.write(json.dumps(document, ensure_ascii=False, allow_nan=False) + "\n")
+        terminal.out(json.dumps(document, ensure_ascii=False, allow_nan=False) + "\n", document=True)
     elif form == "table":
         print_table(report)
     else:
-        sys.stdout.write(markdown(report) if form == "markdown" else latex(report))
+        terminal.out(markdown(report) if form == "markdown" else latex(report))

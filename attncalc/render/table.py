@@ -4,31 +4,35 @@ are always printed, so NO_COLOR loses nothing), cell explanations below."""
 from __future__ import annotations
 
 import os
+import sys
 
+from attncalc import terminal
 from attncalc.render.text import explanation_text
 from attncalc.render.view import View, cell_text
 
 MIN_WIDTH = 20  # narrower than this, no matrix with its labels can be read: tables are laid out at 20
+MAX_WIDTH = 1000  # wider than any terminal is: COLUMNS=1000000 would lay out (and write) 30 MB of padding
 
 
 def width() -> int | None:
-    """The width tables are laid out in: $COLUMNS when it is a width, at least MIN_WIDTH. COLUMNS=0 (or
-    -5, or "wide") is no width: the terminal's own, else 80 (Rich, reading COLUMNS=0 itself, would lay
-    out every table empty, and a paragraph would wrap at 0). None: unset, Rich asks the terminal."""
+    """The width tables are laid out in: $COLUMNS when it is a width, from MIN_WIDTH to MAX_WIDTH.
+    COLUMNS=0 (or -5, or "wide") is no width: the terminal's own, else 80 (Rich, reading COLUMNS=0 itself,
+    would lay out every table empty, and a paragraph would wrap at 0). None: unset, Rich asks the terminal."""
     text = os.environ.get("COLUMNS")
     if text is None:
         return None
     if text.strip().isdigit() and int(text) > 0:
-        return max(MIN_WIDTH, int(text))
+        return max(MIN_WIDTH, min(MAX_WIDTH, int(text)))
     import shutil
 
-    return max(MIN_WIDTH, shutil.get_terminal_size().columns)  # ignores a COLUMNS that is no width
+    return max(MIN_WIDTH, min(MAX_WIDTH, shutil.get_terminal_size().columns))  # ignores a COLUMNS of no width
 
 
 def console(record: bool = False, stderr: bool = False, truecolor: bool = False):
     """The terminal's console; `truecolor` (a recording for --export) keeps every colour exact."""
     from rich.console import Console
 
+    terminal.clear(sys.stderr if stderr else None)  # the spinner leaves the terminal before the text comes
     width_ = width()
     plain = "NO_COLOR" in os.environ  # no escape codes at all, bold included
     con = Console(
@@ -49,7 +53,29 @@ def console(record: bool = False, stderr: bool = False, truecolor: bool = False)
             raise SystemExit(0) from None
 
     con.on_broken_pipe = on_broken_pipe
+    con.push_render_hook(_ControlsShown())
     return con
+
+
+class _ControlsShown:
+    """Rich's render hook for every console above: the text of each segment drawn (a table's labels, a
+    title, the walk's screens, a recording for --export) with its control characters shown
+    (terminal.shown), so a token holding ESC[2J or ESC]52 draws as ␛[2J on the terminal, in the HTML
+    and in each SVG (where a control character is not even XML). Rich's own escape codes are added after."""
+
+    def process_renderables(self, renderables: list) -> list:
+        return [_Shown(r) for r in renderables]
+
+
+class _Shown:
+    def __init__(self, renderable):
+        self.renderable = renderable
+
+    def __rich_console__(self, con, options):
+        from rich.segment import Segment
+
+        for seg in con.render(self.renderable, options):
+            yield seg if seg.control else Segment(terminal.shown(seg.text), seg.style)
 
 
 def _heat_style(x: float):
