@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from attncalc import texts
+from attncalc.learn.screens import Screen
 
 # example → {(prefix, group): text keys said after that screen's matrices}
 LINES = {
@@ -102,7 +103,6 @@ def scalings_screen(walk, after):
     angle there and the factor on cos and sin (core/positions.rope_inv_freq, which the tests hold against
     transformers)."""
     from attncalc.core.positions import rope_inv_freq
-    from attncalc.learn.walk import Screen
     from attncalc.render.view import views
 
     fx = walk.session.fixture
@@ -153,7 +153,6 @@ def positions_screen(walk, after):
     """我 吃 鱼 against 鱼 吃 我 under each positional encoding: for each token, the largest difference
     between its row of Z in the two orders (0 without positions: the same rows, permuted)."""
     from attncalc.inputs.session import Request, open_session
-    from attncalc.learn.walk import Screen
     from attncalc.render.view import views
 
     source = list(walk.session.fixture["source"])

@@ -11,7 +11,7 @@ explains) and one worked cell. The interaction (keys, quiz) lives in `cli/walk_c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -25,8 +25,9 @@ from attncalc.inputs.examples import example_names
 from attncalc.inputs.literal import cell_label, parse_cell
 from attncalc.inputs.session import Request, Session, evaluate, open_session
 from attncalc.learn.lessons import teach
+from attncalc.learn.screens import WALK_STAGES, Screen, Walk, layer_context, worked_cell
+from attncalc.learn.walk_backward import backward_screens, open_training, update_screens
 
-WALK_STAGES = STAGES + ("backward", "generate")  # backward: only with --train (walk_backward.py)
 ATTENTION = {"S": "scores", "bias": "scores", "S_scaled": "scores", "M": "mask", "S_masked": "mask", "A": "softmax"}
 GROUPS = {
     "X": "embed",
@@ -58,47 +59,6 @@ GROUPS = {
     "Z_post": "postnorm",
     "F_post": "postnorm",
 }
-
-
-@dataclass
-class Screen:
-    stage: str
-    group: str
-    prefix: str  # "" for the stage commands' block, "enc.0", "dec.0.cross", …
-    title: str
-    formulas: list[str]
-    why: list[str]
-    tensors: list[str]
-    weights: list[str] = field(default_factory=list)  # leaves first used here
-    main: str | None = None  # the tensor `c ROW,COL` explains
-    example: tuple | None = None  # the worked cell
-    quiz: str | None = None  # the tensor --quiz asks about on this screen (one per stage)
-    views: list = field(default_factory=list)  # ready views of tensors outside the graph (generation)
-    lines: list[str] = field(default_factory=list)  # said after the matrices
-    inputs: list[str] = field(default_factory=list)  # tensors of earlier screens that this one reads
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:  # a notebook: a table, not a dict dump
-        from attncalc.render.notebook import screen_bundle
-
-        return screen_bundle(self)
-
-    def _repr_html_(self) -> str:
-        return self._repr_mimebundle_()["text/html"]
-
-
-@dataclass
-class Walk:
-    session: Session | None
-    values: dict
-    screens: list[Screen]
-    lang: str
-    name: str
-    notes: list[str] = field(default_factory=list)  # said after the last screen
-    span: tuple[int, int] = (0, len(WALK_STAGES) - 1)  # --from/--to as indices of WALK_STAGES
-    precision: int = 3
-    stopped: tuple[str, str] | None = None  # (last stage, why) when the input has no later parts
-    generation: object = None  # decoding.generate's result, once computed
-    training: object = None  # --train: the optimiser step after the backward pass (train.Training)
 
 
 def group_of(name: str) -> tuple[str, str]:
@@ -147,8 +107,6 @@ def open_walk(
             "input", f"--example NAME ({', '.join(example_names())}), --exercise SEED or --fixture FILE", "nothing"
         )
     if train is not None:
-        from attncalc.learn.walk_backward import open_training
-
         return tell(open_training(example, fixture, sets, lang, (lo, hi), precision, model, train, exercise), lang)
     top = min(hi, len(STAGES) - 1)
     error = None
@@ -193,8 +151,6 @@ def tell(walk: Walk, lang: str) -> Walk:
     elif walk.stopped:
         walk.notes.append(stop_note(*walk.stopped, walk.name, lang))
     if walk.training is not None and lo <= WALK_STAGES.index("backward") <= hi:
-        from attncalc.learn.walk_backward import update_screens
-
         walk.screens += update_screens(walk.session, walk.training, lang, walk.precision)
     if not walk.stopped and hi == WALK_STAGES.index("generate"):
         try:
@@ -298,8 +254,6 @@ def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_ST
         if lo <= WALK_STAGES.index(s.stage) <= hi:
             screens.append(s)
     if grads and lo <= WALK_STAGES.index("backward") <= hi:
-        from attncalc.learn.walk_backward import backward_screens
-
         screens += backward_screens(session, grads, lang)
     choose_quiz(g, screens)
     return screens
@@ -362,21 +316,6 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
         worked_cell(shape),
         inputs=list(dict.fromkeys(made_before)),
     )
-
-
-def layer_context(prefix: str, group: str, lang: str, window: int | None = None) -> str:
-    parts = prefix.split(".")
-    if parts[0] not in ("enc", "dec") or len(parts) < 2:
-        return ""
-    out = texts.context(parts[0], lang, i=parts[1])
-    if len(parts) > 2:
-        block = texts.context(parts[2], lang)
-        if window is not None:  # Gemma 3's local layers: said in the title, as the global ones' plain name
-            block = texts.context("sliding", lang, block=block, window=window)
-        return f"{out} · {block}"
-    if group in ("qkv", "rope", "weights", "attend"):
-        return f"{out} · {texts.context('attn', lang)}"
-    return out
 
 
 def heads(g, prefix: str) -> tuple[int, int]:
@@ -464,13 +403,6 @@ def identity_ffn(g, names: list[str]) -> bool:
     relu = any(isinstance(g.nodes[n].op, Activation) and g.nodes[n].op.fn == "relu" for n in names)
     eye = len(w) == 2 and all(x.shape[0] == x.shape[1] and np.array_equal(x, np.eye(len(x))) for x in w)
     return relu and eye and not {"b1", "b2"} & set(inputs)
-
-
-def worked_cell(shape: tuple) -> tuple:
-    """The cell a screen works out: the last row (it sees every key, even under a causal mask), column 0."""
-    if not shape:
-        return ()
-    return tuple([0] * (len(shape) - 2) + [shape[-2] - 1, 0]) if len(shape) >= 2 else (shape[0] - 1,)
 
 
 def quiz_cell(shape: tuple) -> tuple:

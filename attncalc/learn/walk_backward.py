@@ -17,6 +17,10 @@ import numpy as np
 from attncalc import texts
 from attncalc.core import layer_ops, ops, position_ops
 from attncalc.core.backward import STAGE
+from attncalc.core.optim import update_names
+from attncalc.inputs.session import Request, evaluate, open_session
+from attncalc.learn.screens import Screen, Walk, layer_context, worked_cell
+from attncalc.run.train import LOSS, refuse_checkpoint, take_steps, told
 
 GROUPS = {
     "dloss": "grad_loss",
@@ -103,8 +107,6 @@ def why_keys(graph, group: str, names: list[str]) -> list[str]:
 
 def backward_screens(session, names: list[str], lang: str) -> list:
     """The screens of the gradient tensors `names` (in graph order)."""
-    from attncalc.learn.walk import Screen, layer_context, worked_cell
-
     graph, out = session.graph, []
     names = [n for n in names if graph.nodes[n].about.startswith("grad")]  # not the update's tensors (below)
     for (prefix, group), run in runs(graph, names):
@@ -140,10 +142,6 @@ def shown_weight(graph, training) -> str:
 
 def update_screens(session, training, lang: str, precision: int) -> list:
     """The optimiser step on one weight, then the loss before and after it."""
-    from attncalc.core.optim import update_names
-    from attncalc.learn.walk import Screen, worked_cell
-    from attncalc.run.train import told
-
     graph, opt = session.graph, training.optimizer
     weight = shown_weight(graph, training)
     tensors = list(update_names(weight, opt.kind).values())
@@ -176,10 +174,6 @@ def open_training(
 ):
     """The walk of the backward stage: the forward pass, every gradient and (with a loss) one step of the
     optimiser `train` asks for ({"optimizer": "sgd"|"adam"|None, "lr": float|None})."""
-    from attncalc.inputs.session import Request, evaluate, open_session
-    from attncalc.learn.walk import Walk
-    from attncalc.run.train import LOSS, refuse_checkpoint, take_steps
-
     refuse_checkpoint(model.get("model"), "--train")
     session = open_session(
         Request(stage=STAGE, example=example, exercise=exercise, fixture=fixture, sets=list(sets), **model)

@@ -1,0 +1,77 @@
+"""A walk as data: its screens (`Screen`), the walk that holds them (`Walk`) and the small rules every
+screen-maker shares (the worked cell, a layer's context in a title). walk.py makes the forward screens,
+walk_backward.py the backward and optimiser screens, lessons.py an example's own: all three read this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from attncalc import texts
+from attncalc.core.names import FORWARD_STAGES as STAGES
+from attncalc.inputs.session import Session
+
+WALK_STAGES = STAGES + ("backward", "generate")  # backward: only with --train (walk_backward.py)
+
+
+@dataclass
+class Screen:
+    stage: str
+    group: str
+    prefix: str  # "" for the stage commands' block, "enc.0", "dec.0.cross", …
+    title: str
+    formulas: list[str]
+    why: list[str]
+    tensors: list[str]
+    weights: list[str] = field(default_factory=list)  # leaves first used here
+    main: str | None = None  # the tensor `c ROW,COL` explains
+    example: tuple | None = None  # the worked cell
+    quiz: str | None = None  # the tensor --quiz asks about on this screen (one per stage)
+    views: list = field(default_factory=list)  # ready views of tensors outside the graph (generation)
+    lines: list[str] = field(default_factory=list)  # said after the matrices
+    inputs: list[str] = field(default_factory=list)  # tensors of earlier screens that this one reads
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:  # a notebook: a table, not a dict dump
+        from attncalc.render.notebook import screen_bundle
+
+        return screen_bundle(self)
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
+
+
+@dataclass
+class Walk:
+    session: Session | None
+    values: dict
+    screens: list[Screen]
+    lang: str
+    name: str
+    notes: list[str] = field(default_factory=list)  # said after the last screen
+    span: tuple[int, int] = (0, len(WALK_STAGES) - 1)  # --from/--to as indices of WALK_STAGES
+    precision: int = 3
+    stopped: tuple[str, str] | None = None  # (last stage, why) when the input has no later parts
+    generation: object = None  # decoding.generate's result, once computed
+    training: object = None  # --train: the optimiser step after the backward pass (train.Training)
+
+
+def layer_context(prefix: str, group: str, lang: str, window: int | None = None) -> str:
+    parts = prefix.split(".")
+    if parts[0] not in ("enc", "dec") or len(parts) < 2:
+        return ""
+    out = texts.context(parts[0], lang, i=parts[1])
+    if len(parts) > 2:
+        block = texts.context(parts[2], lang)
+        if window is not None:  # Gemma 3's local layers: said in the title, as the global ones' plain name
+            block = texts.context("sliding", lang, block=block, window=window)
+        return f"{out} · {block}"
+    if group in ("qkv", "rope", "weights", "attend"):
+        return f"{out} · {texts.context('attn', lang)}"
+    return out
+
+
+def worked_cell(shape: tuple) -> tuple:
+    """The cell a screen works out: the last row (it sees every key, even under a causal mask), column 0."""
+    if not shape:
+        return ()
+    return tuple([0] * (len(shape) - 2) + [shape[-2] - 1, 0]) if len(shape) >= 2 else (shape[0] - 1,)
