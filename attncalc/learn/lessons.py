@@ -27,7 +27,8 @@ LINES = {
         ("", "loss"): ["lesson.padding_loss"],
     },
     "rope": {("", "rope"): ["lesson.rope_pairs"], ("", "scores"): ["lesson.rope_diagonal"]},
-    "woaini": {("dec", "input"): ["lesson.woaini_decoder"]},
+    "woaini": {("", "pe"): ["lesson.pe_frequencies"], ("dec", "input"): ["lesson.woaini_decoder"]},
+    "tinyllama": {("", "rope"): ["lesson.rope_one_pair"]},
 }
 # The scalings screen: a model trained on TRAINED positions, stretched FACTOR times, read at the last position.
 TRAINED, FACTOR = 4, 4.0
@@ -71,6 +72,20 @@ def lesson_values(key: str, walk) -> dict:
         s = heads_of(walk.values["S"])
         spread0, spread1, peak = diagonal_spread(s[0]), diagonal_spread(s[1]), np.diagonal(s[0], -1)[0]
         return {"spread0": f"{spread0:.1e}", "spread1": f"{spread1:.{p}f}", "peak": f"{peak:.{p}f}"}
+    if key == "lesson.pe_frequencies":
+        pe, base = walk.values["PE"], g.nodes["PE"].op.base
+        n, d = pe.shape
+        periods = [base ** (2 * i / d) for i in range(d // 2)]  # pair i turns 1/period rad per position
+        slow = {
+            "angle": f"{(n - 1) / periods[-1]:.{p}f}",
+            "sin": f"{pe[-1, d - 2]:.{p}f}",
+            "cos": f"{pe[-1, d - 1]:.{p}f}",
+        }
+        return {"d": d, "k": d // 2, "rate": f"1/{periods[-1]:g}", "n": n, "a": d - 2, "b": d - 1, **slow}
+    if key == "lesson.rope_one_pair":
+        angles = np.asarray(walk.values["angles"])
+        rate = float(angles[1, 0] - angles[0, 0])  # position 1's angle minus position 0's: inv_freq_0
+        return {"dk": 2 * angles.shape[-1], "rate": f"{rate:g}", "turn": f"{2 * math.pi / rate:.2f}"}
     return {}
 
 
@@ -125,6 +140,7 @@ def scalings_screen(walk, after):
         "s1": f"{FACTOR - 1:g}",
         "L": TRAINED,
         "L1": TRAINED - 1,
+        "Ls": f"{TRAINED * FACTOR:g}",
         "n": n,
         "last": last,
         "angle": f"{last * default[0]:g}",

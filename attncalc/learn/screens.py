@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from attncalc import texts
 from attncalc.core.names import FORWARD_STAGES as STAGES
 from attncalc.inputs.session import Session
@@ -75,3 +77,20 @@ def worked_cell(shape: tuple) -> tuple:
     if not shape:
         return ()
     return tuple([0] * (len(shape) - 2) + [shape[-2] - 1, 0]) if len(shape) >= 2 else (shape[0] - 1,)
+
+
+def reached_cell(value) -> tuple:
+    """The cell a gradient screen works out: in the last row the loss reaches, its largest cell. A row
+    counts as reached when its largest |value| is at least a tenth of the tensor's: a causal model's last
+    row predicts no label, so every gradient there is exactly 0, and a row of 1e−5 would show only zeros.
+    A tensor the loss does not reach at all keeps `worked_cell`'s cell."""
+    a = np.abs(np.asarray(value, dtype=np.float64))
+    if a.ndim == 0 or not a.any():
+        return worked_cell(a.shape)
+    rows = a.reshape(-1, a.shape[-1]) if a.ndim >= 2 else a.reshape(-1, 1)  # heads stacked: [h·n, m]
+    k = int(np.flatnonzero(rows.max(axis=1) >= 0.1 * a.max())[-1])
+    j = int(rows[k].argmax())
+    if a.ndim == 1:
+        return (k,)
+    lead = np.unravel_index(k // a.shape[-2], a.shape[:-2]) if a.ndim > 2 else ()
+    return tuple(int(i) for i in lead) + (k % a.shape[-2], j)

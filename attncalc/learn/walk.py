@@ -167,13 +167,22 @@ def tell(walk: Walk, lang: str) -> Walk:
             variant += ["gen.f_rope"] * ((fx.get("position") or {}).get("type") == "rope")
             walk.screens += generation_screens(walk.generation, lang, walk.precision, decoder_only, variant)
         except InputError as e:
-            walk.notes.append(stop_note(STAGES[-1], e, walk.name, lang))
+            walk.notes.append(train_note(walk) or stop_note(STAGES[-1], e, walk.name, lang))
     return walk
 
 
 def encoder_only(session: Session) -> bool:
     """An encoder and no decoder (BERT, MiniLM): its walk ends, complete, with the encoder's output."""
     return bool(session.fixture.get("encoder")) and not session.fixture.get("decoder")
+
+
+def train_note(walk: Walk) -> str | None:
+    """How a `--train` walk of an attention block alone ends: after the backward pass (no loss, so no
+    optimiser step unless one was asked for), with nothing to generate. None for any other walk."""
+    if walk.session.stage != "backward" or walk.session.fixture.get("decoder"):
+        return None
+    key = "train_block_end" if walk.training is None else "train_block_end_step"
+    return texts.ui(key, walk.lang, name=walk.name)
 
 
 def stop_note(stage: str, error: InputError, name: str, lang: str) -> str:
@@ -377,8 +386,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         keys.append("gqa")
     if group == "attend" and h > 1:
         keys.append("multihead")
-    if group in ("enc_out", "dec_out"):
-        keys.append(group)
+    if group in ("enc_out", "dec_out"):  # a decoder-only model's dec_out: prompt and continuation, not a target
+        keys.append(group + "_only" * (group == "dec_out" and "enc_out" not in g.nodes))
     if group.startswith("prenorm"):
         keys.append("prenorm")
     if group == "postnorm":

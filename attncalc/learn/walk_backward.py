@@ -19,7 +19,7 @@ from attncalc.core import layer_ops, ops, position_ops
 from attncalc.core.backward import STAGE
 from attncalc.core.optim import update_names
 from attncalc.inputs.session import Request, evaluate, open_session
-from attncalc.learn.screens import Screen, Walk, layer_context, worked_cell
+from attncalc.learn.screens import Screen, Walk, layer_context, reached_cell, worked_cell
 from attncalc.run.train import LOSS, refuse_checkpoint, take_steps, told
 
 GROUPS = {
@@ -95,6 +95,10 @@ def why_keys(graph, group: str, names: list[str]) -> list[str]:
         keys = list(WHY[group])
         if group == "grad_qkv" and any(isinstance(forward(graph, n).op, position_ops.Rope) for n in names):
             keys.append("grad_rope")
+        if group == "grad_qkv" and normed_input(graph, names):
+            keys[keys.index("grad_qkv")] = "grad_qkv_prenorm"
+        if group == "grad_embed" and tied_output(graph):
+            keys.append("grad_embed_tied")
         return keys
     made = [forward(graph, n).op for n in names if not forward(graph, n).is_leaf]
     keys = ["grad_residual"] if any(isinstance(op, ops.Add) for op in made) else []
@@ -103,6 +107,18 @@ def why_keys(graph, group: str, names: list[str]) -> list[str]:
     elif any(isinstance(op, layer_ops.LayerNorm) for op in made):
         keys.append("grad_norm")
     return keys or ["grad_residual"]
+
+
+def normed_input(graph, names: list[str]) -> bool:
+    """True when Q, K and V are made from a norm of the layer's input (N1 in a pre-norm model), not from it."""
+    made = [forward(graph, n) for n in names if forward(graph, n).name.rpartition(".")[2] in ("Q", "K", "V")]
+    return any(re.fullmatch(r"N\d", node.inputs[0].rpartition(".")[2]) for node in made)
+
+
+def tied_output(graph) -> bool:
+    """True when the output layer is the embedding table transposed (logits = dec_out·Eᵀ)."""
+    logits = graph.nodes.get("logits")
+    return logits is not None and isinstance(logits.op, ops.Affine) and bool(logits.op.transpose)
 
 
 def backward_screens(session, names: list[str], lang: str) -> list:
@@ -126,7 +142,7 @@ def backward_screens(session, names: list[str], lang: str) -> list:
                 run,
                 [],
                 main,
-                worked_cell(np.shape(graph.value(main))),
+                reached_cell(graph.value(main)),
                 inputs=list(dict.fromkeys(made_before)),
             )
         )
