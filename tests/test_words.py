@@ -128,3 +128,28 @@ def test_reached_cell_picks_the_last_row_with_a_gradient_and_its_largest_cell():
     assert reached_cell(np.zeros((2, 3))) == (1, 0)  # no gradient at all: the usual last row, column 0
     assert reached_cell(np.array([[[0.0, 1.0], [0.0, 0.0]], [[0.5, 0.0], [0.0, -0.4]]])) == (1, 1, 1)
     assert reached_cell(np.array([0.2, 0.0])) == (0,) and reached_cell(np.float64(3.0)) == ()
+
+
+def test_generation_after_train_runs_on_the_weights_the_step_made(cli):
+    """E13: after Adam at lr 0.1 woaini's loss rises 0.151 → 2.537; generation used to show the weights from
+    before the step (p(I) = 0.849, "I love you"). Now it runs on the new weights, and says so."""
+    from attncalc.run.train import with_weights
+
+    walk = open_walk("woaini", train={"optimizer": "adam", "lr": 0.1})
+    step = walk.training.steps[0]
+    assert (round(step.loss_before, 3), round(step.loss_after, 3)) == (0.151, 2.537)
+    trained = with_weights(walk.session.graph, step.weights)
+    first = walk.generation.steps[0]  # <s> alone: row 0 of the teacher-forced probs, with the new weights
+    np.testing.assert_allclose(first.probs, trained.value("probs")[0], atol=1e-12)
+    before = open_walk("woaini").generation.steps[0]
+    assert round(float(before.probs[before.choice.token]), 3) == 0.849
+    assert round(float(first.probs[first.choice.token]), 3) == 0.944
+    assert walk.generation.generated != ["I", "love", "you", "</s>"]
+    result = cli("walk", "--plain", "--no-pause", "-e", "woaini", "--train", "--optimizer", "adam", "--lr", "0.1")
+    assert result.exit_code == 0, result.stderr
+    assert "p = 0.944" in result.stdout and "p = 0.849" not in result.stdout
+    assert "Generation runs on the weights after the optimiser step (step 1)" in squeezed_words(result.stdout)
+
+
+def squeezed_words(text: str) -> str:
+    return re.sub(r"\s+", " ", text)

@@ -27,6 +27,7 @@ from attncalc.inputs.session import Request, Session, evaluate, open_session
 from attncalc.learn.lessons import teach
 from attncalc.learn.screens import WALK_STAGES, Screen, Walk, layer_context, worked_cell
 from attncalc.learn.walk_backward import backward_screens, open_training, update_screens
+from attncalc.run.train import trained_fixture
 
 ATTENTION = {"S": "scores", "bias": "scores", "S_scaled": "scores", "M": "mask", "S_masked": "mask", "A": "softmax"}
 GROUPS = {
@@ -157,7 +158,10 @@ def tell(walk: Walk, lang: str) -> Walk:
             if walk.generation is None:
                 from attncalc.run.decoding import Model, Settings, generate, token_limit
 
-                model = Model(walk.session.fixture, walk.session.source, "")  # at most what its context holds
+                fixture = walk.session.fixture  # after --train: the weights the optimiser step made
+                if walk.training is not None:
+                    fixture = trained_fixture(fixture, walk.session.graph, walk.training)
+                model = Model(fixture, walk.session.source, "")  # at most what its context holds
                 walk.generation = generate(
                     model, Settings(max_new_tokens=max(1, min(Settings.max_new_tokens, token_limit(model)[0])))
                 )
@@ -165,7 +169,10 @@ def tell(walk: Walk, lang: str) -> Walk:
             fx = walk.session.fixture
             variant = ["gen.f_prenorm"] * bool((fx.get("decoder") or {}).get("norm_first"))
             variant += ["gen.f_rope"] * ((fx.get("position") or {}).get("type") == "rope")
-            walk.screens += generation_screens(walk.generation, lang, walk.precision, decoder_only, variant)
+            made = generation_screens(walk.generation, lang, walk.precision, decoder_only, variant)
+            if walk.training is not None:
+                made[0].lines.insert(0, texts.ui("generate_trained", lang, t=len(walk.training.steps)))
+            walk.screens += made
         except InputError as e:
             walk.notes.append(train_note(walk) or stop_note(STAGES[-1], e, walk.name, lang))
     return walk

@@ -605,4 +605,5 @@ TEXTS = {
     "ui.train_block_end_step": "The walk ends after the optimiser step: {name} is an attention block alone, with no decoder to generate text.",
     "lesson.pe_frequencies": "Here d_model = {d}, so there are {k} frequencies: pair 0 turns 1 rad per position, the slowest pair (columns {a}–{b}) {rate} rad. Over these {n} positions that pair turns only {angle} rad, so its columns hardly change: sin reaches {sin}, cos stays at {cos}.",
     "lesson.rope_one_pair": "Here d_k = {dk}: one pair of columns (0, 1), turning {rate} rad per position, a full turn every 2π ≈ {turn} positions; there is no slower pair.",
+    "ui.generate_trained": "Generation runs on the weights after the optimiser step (step {t}), the same weights as the loss after it: the model the step made, not the one before.",
 }

@@ -605,4 +605,5 @@ TEXTS = {
     "ui.train_block_end_step": "讲解到优化器这一步为止：{name} 只是一个注意力块，没有解码器来生成文本。",
     "lesson.pe_frequencies": "这里 d_model = {d}，所以有 {k} 个频率：第 0 对每个位置转 1 弧度，最慢的一对（第 {a}–{b} 列）每个位置转 {rate} 弧度。在这 {n} 个位置上，这一对只转了 {angle} 弧度，所以这两列几乎不变：sin 只到 {sin}，cos 仍是 {cos}。",
     "lesson.rope_one_pair": "这里 d_k = {dk}：只有一对列（0 和 1），每个位置转 {rate} 弧度，约 {turn} 个位置（2π）转满一圈；没有更慢的列对。",
+    "ui.generate_trained": "生成用的是优化器这一步（第 {t} 步）之后的权重，也就是算出更新后损失的那组权重：是这一步得到的模型，而不是之前的模型。",
 }
