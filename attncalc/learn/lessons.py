@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from attncalc import texts
+from attncalc.learn import lessons_numbers
 from attncalc.learn.screens import Screen
 
 # example → {(prefix, group): text keys said after that screen's matrices}
@@ -27,7 +28,14 @@ LINES = {
         ("", "loss"): ["lesson.padding_loss"],
     },
     "rope": {("", "rope"): ["lesson.rope_pairs"], ("", "scores"): ["lesson.rope_diagonal"]},
-    "woaini": {("", "pe"): ["lesson.pe_frequencies"], ("dec", "input"): ["lesson.woaini_decoder"]},
+    "woaini": {
+        ("", "pe"): ["lesson.pe_frequencies"],
+        ("", "qkv"): ["lesson.batch"],
+        ("", "scores"): ["lesson.dot_product"],
+        ("", "softmax"): ["lesson.woaini_printed"],
+        ("", "loss"): ["lesson.parallel"],
+        ("dec", "input"): ["lesson.woaini_decoder"],
+    },
     "tinyllama": {("", "rope"): ["lesson.rope_one_pair"]},
 }
 # The scalings screen: a model trained on TRAINED positions, stretched FACTOR times, read at the last position.
@@ -86,7 +94,7 @@ def lesson_values(key: str, walk) -> dict:
         angles = np.asarray(walk.values["angles"])
         rate = float(angles[1, 0] - angles[0, 0])  # position 1's angle minus position 0's: inv_freq_0
         return {"dk": 2 * angles.shape[-1], "rate": f"{rate:g}", "turn": f"{2 * math.pi / rate:.2f}"}
-    return {}
+    return lessons_numbers.line_values(key, walk)
 
 
 def cross_lines(walk, screen, bundled: bool) -> list[str]:
@@ -196,7 +204,17 @@ def positions_screen(walk, after):
     )
 
 
-EXTRA = {"rope": (("", "rope"), scalings_screen), "order": (("", "attend"), positions_screen)}
+def scaled_screen(walk, after):
+    return lessons_numbers.scaled_screen(walk, after, SCALINGS, FACTOR, TRAINED)
+
+
+# example → the screens only it has, each after the last screen of its (prefix, group); a maker that returns
+# None adds to that screen instead (its views and lines)
+EXTRA = {
+    "rope": [(("", "rope"), scalings_screen), (("", "rope"), scaled_screen)],
+    "order": [(("", "attend"), positions_screen)],
+    "woaini": [(("", "scores"), lessons_numbers.spread_onto), (("", "grad_embed"), lessons_numbers.learned_screen)],
+}
 
 
 def teach(walk) -> None:
@@ -207,13 +225,14 @@ def teach(walk) -> None:
     bundled = walk.name in example_names() and walk.session.fixture == load_example(walk.name)
     lines = LINES.get(walk.name, {}) if bundled else {}
     out = []
-    for screen in walk.screens:
+    last = {(s.prefix, s.group): k for k, s in enumerate(walk.screens)}
+    for k, screen in enumerate(walk.screens):
         where = (screen.prefix, screen.group)
-        screen.lines += [said(k, walk, **lesson_values(k, walk)) for k in lines.get(where, [])]
+        screen.lines += [said(key, walk, **lesson_values(key, walk)) for key in lines.get(where, [])]
         if screen.prefix.endswith(".cross") and screen.group == "weights":
             screen.lines += cross_lines(walk, screen, bundled)
         out.append(screen)
-        extra = EXTRA.get(walk.name) if bundled else None
-        if extra and extra[0] == where:
-            out.append(extra[1](walk, screen))
+        for at, make in EXTRA.get(walk.name, []) if bundled else []:
+            if at == where and last[where] == k and (made := make(walk, screen)) is not None:
+                out.append(made)
     walk.screens[:] = out

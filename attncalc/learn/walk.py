@@ -25,6 +25,7 @@ from attncalc.inputs.examples import example_names
 from attncalc.inputs.literal import cell_label, parse_cell
 from attncalc.inputs.session import Request, Session, evaluate, open_session
 from attncalc.learn.lessons import teach
+from attncalc.learn.lessons_numbers import generation_lines
 from attncalc.learn.screens import WALK_STAGES, Screen, Walk, layer_context, worked_cell
 from attncalc.learn.walk_backward import backward_screens, open_training, update_screens
 from attncalc.run.train import trained_fixture
@@ -170,6 +171,7 @@ def tell(walk: Walk, lang: str) -> Walk:
             variant = ["gen.f_prenorm"] * bool((fx.get("decoder") or {}).get("norm_first"))
             variant += ["gen.f_rope"] * ((fx.get("position") or {}).get("type") == "rope")
             made = generation_screens(walk.generation, lang, walk.precision, decoder_only, variant)
+            generation_lines(made, lang)  # the prefill and the decode steps in serving's terms
             if walk.training is not None:
                 made[0].lines.insert(0, texts.ui("generate_trained", lang, t=len(walk.training.steps)))
             walk.screens += made
@@ -393,6 +395,8 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         keys.append("gqa")
     if group == "attend" and h > 1:
         keys.append("multihead")
+    if group == "softmax":  # the stage block's weights A: computed, not parameters
+        keys.append("params_not_a")
     if group in ("enc_out", "dec_out"):  # a decoder-only model's dec_out: prompt and continuation, not a target
         keys.append(group + "_only" * (group == "dec_out" and "enc_out" not in g.nodes))
     if group.startswith("prenorm"):

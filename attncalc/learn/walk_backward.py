@@ -169,7 +169,7 @@ def update_screens(session, training, lang: str, precision: int) -> list:
         "",
         texts.title(opt.kind, lang),
         [texts.say(graph.nodes[n].formula, lang) for n in tensors],
-        [texts.why(opt.kind, lang)],
+        [texts.why(opt.kind, lang), texts.why("params_not_a", lang)],
         tensors,
         [weight],
         tensors[-1],
