@@ -37,6 +37,8 @@ LINES = {
         ("dec", "input"): ["lesson.woaini_decoder"],
     },
     "tinyllama": {("", "rope"): ["lesson.rope_one_pair"]},
+    "align": {("dec.0.cross", "weights"): ["lesson.align"]},
+    "alibi": {("", "softmax"): ["lesson.alibi"]},
 }
 # The scalings screen: a model trained on TRAINED positions, stretched FACTOR times, read at the last position.
 TRAINED, FACTOR = 4, 4.0

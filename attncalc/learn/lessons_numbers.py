@@ -53,6 +53,22 @@ def line_values(key: str, walk) -> dict:
             "k1": " ".join(fmt(x, 2) for x in k[1]),
             "s01": fmt(s[0, 1], 2),
         }
+    if key == "lesson.align":
+        a = np.asarray(v["dec.0.cross.A"])  # [4, 3]: <s> I love you against 我 爱 你
+        return {"love": fmt(a[1, 1], p), "i": fmt(a[0, 0], p), "you": fmt(a[2, 2], p)}
+    if key == "lesson.alibi":
+        a, s, bias = (np.asarray(v[n]) for n in ("A", "S_scaled", "bias"))  # [h, n, n] each
+        last, near, far = len(a[0]) - 1, len(a[0]) - 1, len(a[0]) - 4  # the two 你: positions 5 and 2
+        return {
+            "last": last,
+            "far": far,
+            "content": fmt(s[0, last, near], p),
+            "bias": fmt(bias[0, last, far], 2),
+            "a_far": fmt(a[0, last, far], p),
+            "a_near": fmt(a[0, last, near], p),
+            "h2_far": fmt(a[2, last, far], p),
+            "h2_near": fmt(a[2, last, near], p),
+        }
     if key == "lesson.parallel":
         return {"n": int(np.size(v["nll"]))}
     return {}
