@@ -1,36 +1,22 @@
 """The two examples of issue 39 (fixtures/make_concepts.py): a cross-attention that aligns (爱 → love) and
 a causal ALiBi model, written byte for byte by their script and computed as PyTorch computes them."""
 
-import importlib.util
-import json
 import math
 from pathlib import Path
 
+import bundled
 import numpy as np
 import pytest
 
 import attncalc
-from attncalc.inputs.examples import example_names, examples_dir
 from attncalc.learn.walk import open_walk
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def script():
-    spec = importlib.util.spec_from_file_location("make_concepts", ROOT / "fixtures" / "make_concepts.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_script_writes_both_examples_and_its_wq_is_the_solved_one(cli):
-    concepts = script()
-    listed = json.loads(cli("examples").stdout)
-    for make in concepts.EXAMPLES:
-        name = make.__name__
-        assert name in example_names() and name in listed
-        text = (examples_dir() / f"{name}.json").read_text(encoding="utf-8")
-        assert text == json.dumps(make(), ensure_ascii=False, indent=1) + "\n"
+    concepts = bundled.script("make_concepts")
+    assert bundled.assert_written_by(concepts, cli) == {"align", "alibi"}
     assert concepts.solve_wq() == concepts.ALIGN_WQ
     woaini, align = attncalc.load("woaini").session.fixture, attncalc.load("align").session.fixture
     differ = {k for k in woaini if woaini[k] != align[k]}
@@ -45,7 +31,7 @@ def test_align_looks_at_the_word_each_row_translates_as_torch_computes_it():
     graph = calc.session.graph
     d1 = torch.from_numpy(np.array(calc[graph.nodes["dec.0.cross.Q"].inputs[0]]))
     enc_out = torch.from_numpy(np.array(calc[graph.nodes["dec.0.cross.K"].inputs[0]]))
-    wq = torch.tensor(script().ALIGN_WQ, dtype=torch.float64)
+    wq = torch.tensor(bundled.script("make_concepts").ALIGN_WQ, dtype=torch.float64)
     a = torch.softmax((d1 @ wq) @ enc_out.T / math.sqrt(4), dim=-1)  # Wk = I
     np.testing.assert_allclose(np.array(calc["dec.0.cross.A"]), a.numpy(), atol=1e-12)
     assert list(a[:3].argmax(-1)) == [0, 1, 2]  # <s> → 我, I → 爱, love → 你

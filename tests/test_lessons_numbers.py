@@ -8,12 +8,13 @@ import math
 import re
 from pathlib import Path
 
+import bundled
 import numpy as np
 import pytest
 
 import attncalc
 from attncalc.inputs.worksheet import parse_worksheet
-from attncalc.learn import lessons, lessons_numbers
+from attncalc.learn import lessons_numbers
 from attncalc.learn.walk import open_walk
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,8 +89,6 @@ def test_a_learned_table_with_the_sinusoidal_numbers_gets_dP_as_torch_autograd_d
 def test_rope_scalings_change_the_scores_and_weights_as_transformers_rotation_does():
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from transformers import LlamaConfig
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
     walk = open_walk("rope")
     weights = next(v for v in screen(walk, "rope_scaled_weights").views if v.title.startswith("A["))
@@ -98,16 +97,7 @@ def test_rope_scalings_change_the_scores_and_weights_as_transformers_rotation_do
     q, k = (torch.from_numpy(np.array(calc[n])[:, :4]) for n in ("Q", "K"))  # head 0's columns, before RoPE
     n = q.shape[0]
     for kind in ("linear", "yarn"):
-        params = {"rope_type": kind, "factor": lessons.FACTOR, "rope_theta": 10000.0}
-        params["original_max_position_embeddings"] = lessons.TRAINED
-        config = LlamaConfig(
-            hidden_size=8,
-            num_attention_heads=2,
-            head_dim=4,
-            max_position_embeddings=lessons.TRAINED,
-            rope_parameters=params,
-        )
-        inv, factor = ROPE_INIT_FUNCTIONS[kind](config, device=torch.device("cpu"), seq_len=n)
+        inv, factor = bundled.rope_init(kind, n, original=True)
         angles = torch.arange(n, dtype=torch.float64)[:, None] * inv.double()[None, :]
         emb = torch.cat([angles, angles], -1)
         cos, sin = emb.cos() * factor, emb.sin() * factor
