@@ -20,6 +20,7 @@ OLD = {
         ("how close the hidden state is", "E4"),
         ("2.303 times smaller", "E5"),
         ("−log probs", "E6"),
+        ("−log(p(", "E6"),  # the loss screen's worked cell
         ("each get the other one's value", "E7"),
         ("looked that token up; the rows of tokens not in the input get 0", "E8"),
         ("H fed all three", "E9"),
@@ -37,6 +38,7 @@ OLD = {
         ("每个目标位置一个向量", "Z4"),
         ("接近程度", "Z5"),
         ("−log probs", "Z6"),
+        ("−log(p(", "Z6"),
         ("各自以另一支的值", "Z7"),
         ("位置的梯度加在一起；输入里没有出现的词元", "Z8"),
         ("H 同时用于这三步", "Z9"),
