@@ -31,7 +31,9 @@ ALLOWED = {
         # position types, RoPE scalings and layouts (values of position.type, position.scaling.type, layout)
         "none sinusoidal learned alibi default linear ntk dynamic yarn llama3 half interleaved "
         # names of architectures and organisations
-        "Transformer Hugging Face "
+        "Transformer Hugging Face Bahdanau "
+        # serving's two times, kept as acronyms (首个词元延迟 TTFT, 每个输出词元的时间 TPOT)
+        "TTFT TPOT "
         # the variables of kvcache's formula, bytes = 2 × layers × kv_heads × head_dim × tokens × batch × …
         "bytes layers heads batch"
     ).split()

@@ -147,7 +147,7 @@ def test_prediction_table_marks_a_wrong_guess(cli, tmp_path):
         ),
         ("encoder", "enc.0.U_act:爱,2", ["enc.0.U_act[爱, 2] = relu(−1.603) = 0.000"]),
         ("encoder", "enc.0.R1:我,0", ["enc.0.R1[我, 0] = 1.000 + 1.173 = 2.173"]),
-        ("decoder", "nll:<s>→I", ["nll[<s>→I] = −log(p(I)) = −log(0.849) = 0.164", "the label at position 0 is I"]),
+        ("decoder", "nll:<s>→I", ["nll[<s>→I] = −ln(p(I)) = −ln(0.849) = 0.164", "the label at position 0 is I"]),
         ("decoder", "loss", ["loss = (0.164 + 0.158 + 0.101 + 0.182) / 4 = 0.151"]),
         ("decoder", "dec.0.F:I,1", ["dec.0.F[I, 1] = 0.0000×3 + 0.0000×(−3) + 0.0000×(−3) + 0.3302×(−3) = −0.991"]),
     ],

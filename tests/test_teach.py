@@ -3,16 +3,15 @@ them, a fully masked <pad> row (zeros and its note, never NaN), RoPE's diagonals
 transformers, 我吃鱼 against 鱼吃我, sampling that leaves the greedy path, and the printed worked example's
 slips found by `check`."""
 
-import importlib.util
 import json
 from pathlib import Path
 
+import bundled
 import numpy as np
 import pytest
 from conftest import doc
 
 import attncalc
-from attncalc.inputs.examples import example_names, examples_dir
 from attncalc.learn import lessons
 from attncalc.learn.walk import open_walk
 
@@ -30,16 +29,7 @@ def screen(walk, group: str):
 
 
 def test_the_new_examples_are_listed_and_written_byte_for_byte_by_the_script(cli):
-    spec = importlib.util.spec_from_file_location("make_examples", ROOT / "fixtures" / "make_examples.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    listed = json.loads(cli("examples").stdout)
-    for make in script.EXAMPLES:
-        name = make.__name__
-        assert name in example_names() and name in listed
-        text = (examples_dir() / f"{name}.json").read_text(encoding="utf-8")
-        assert text == json.dumps(make(), ensure_ascii=False, indent=1) + "\n"
-    assert set(NEW) <= {m.__name__ for m in script.EXAMPLES}
+    assert set(NEW) <= bundled.assert_written_by(bundled.script("make_examples"), cli)
 
 
 # ---------------------------------------------------------------- multihead
@@ -124,26 +114,14 @@ def scalings_table():
 
 
 def test_the_scalings_screen_against_transformers_rope_init_functions():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from transformers import LlamaConfig
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
     view, n = scalings_table()
     rows = dict(zip(view.row_labels, view.matrix))
     checked = 0
     for kind in ("linear", "dynamic", "yarn"):
-        params = {"rope_type": kind, "factor": lessons.FACTOR, "rope_theta": 10000.0}
-        if kind == "yarn":
-            params["original_max_position_embeddings"] = lessons.TRAINED
-        config = LlamaConfig(
-            hidden_size=8,
-            num_attention_heads=2,
-            head_dim=4,
-            max_position_embeddings=lessons.TRAINED,
-            rope_parameters=params,
-        )
-        inv, factor = ROPE_INIT_FUNCTIONS[kind](config, device=torch.device("cpu"), seq_len=n)
+        inv, factor = bundled.rope_init(kind, n)
         np.testing.assert_allclose(rows[kind][2:4], (n - 1) * inv.double().numpy(), rtol=1e-6)  # the angles
         assert rows[kind][4] == pytest.approx(float(factor), rel=1e-12)
         checked += 1

@@ -320,7 +320,7 @@ def output(b: Builder, dec_out: str, labels, label_tokens, loss_rows) -> None:
                 op=NegLogLikelihood(ids, label_tokens, loss_rows),
                 inputs=("logits",),
                 stage="decoder",
-                formula="nll[i] = −log probs[i, label_i]",
+                formula="nll[i] = −ln probs[i, label_i]",
                 rows=None,
                 cols=[labels[r] + "→" + t for r, t in zip(loss_rows, label_tokens)],
                 about="loss",

@@ -154,7 +154,7 @@ class MeanGrad(Term):
 
 
 class CrossEntropyGrad(Term):
-    """nll[k] = −log p[rows[k], label_k] → dlogits[r, v] = Σ_k dnll[k]·(p[r, v] − [v = label_k])."""
+    """nll[k] = −ln p[rows[k], label_k] → dlogits[r, v] = Σ_k dnll[k]·(p[r, v] − [v = label_k])."""
 
     def __init__(self, labels, names, rows):
         self.labels, self.names, self.rows = np.asarray(labels, int), names, np.asarray(rows, int)

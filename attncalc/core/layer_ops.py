@@ -232,7 +232,7 @@ def log_softmax(z: np.ndarray) -> np.ndarray:
 
 
 class NegLogLikelihood(Op):
-    """nll[k] = −log p[rows[k], label_k], from the logits (rows: the positions that have a label)."""
+    """nll[k] = −ln p[rows[k], label_k], from the logits (rows: the positions that have a label)."""
 
     def __init__(self, labels, names, rows):
         self.labels, self.names, self.rows = np.asarray(labels, int), names, np.asarray(rows, int)
@@ -244,7 +244,7 @@ class NegLogLikelihood(Op):
         (i,) = idx
         logp = float(log_softmax(xs[0][self.rows[i]])[self.labels[i]])
         return Expansion(
-            [["−", Call("log", f"p({self.names[i]})"), "=", "−", Call("log", math.exp(logp)), "=", -logp]],
+            [["−", Call("ln", f"p({self.names[i]})"), "=", "−", Call("ln", math.exp(logp)), "=", -logp]],
             -logp,
             Note("note.label_at", i=i, label=self.names[i]),
         )

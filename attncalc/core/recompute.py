@@ -26,7 +26,7 @@ FUNCTIONS = {
     "gelu": lambda x: 0.5 * x * math.erfc(-x / math.sqrt(2.0)),
     "gelu_tanh": lambda x: 0.5 * x * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
     "silu": lambda x: x / (1.0 + math.exp(-x)) if x > -700 else 0.0,
-    "log": lambda x: math.log(x) if x > 0 else -math.inf if x == 0 else math.nan,
+    "ln": lambda x: math.log(x) if x > 0 else -math.inf if x == 0 else math.nan,
     "sin": math.sin,
     "cos": math.cos,
     "−sin": lambda x: -math.sin(x),

@@ -16,6 +16,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from attncalc import texts
+from attncalc.learn import lessons_numbers
+from attncalc.learn.screens import Screen
 
 # example → {(prefix, group): text keys said after that screen's matrices}
 LINES = {
@@ -26,7 +28,17 @@ LINES = {
         ("", "loss"): ["lesson.padding_loss"],
     },
     "rope": {("", "rope"): ["lesson.rope_pairs"], ("", "scores"): ["lesson.rope_diagonal"]},
-    "woaini": {("dec", "input"): ["lesson.woaini_decoder"]},
+    "woaini": {
+        ("", "pe"): ["lesson.pe_frequencies"],
+        ("", "qkv"): ["lesson.batch"],
+        ("", "scores"): ["lesson.dot_product"],
+        ("", "softmax"): ["lesson.woaini_printed"],
+        ("", "loss"): ["lesson.parallel"],
+        ("dec", "input"): ["lesson.woaini_decoder"],
+    },
+    "tinyllama": {("", "rope"): ["lesson.rope_one_pair"]},
+    "align": {("dec.0.cross", "weights"): ["lesson.align"]},
+    "alibi": {("", "softmax"): ["lesson.alibi"]},
 }
 # The scalings screen: a model trained on TRAINED positions, stretched FACTOR times, read at the last position.
 TRAINED, FACTOR = 4, 4.0
@@ -70,7 +82,21 @@ def lesson_values(key: str, walk) -> dict:
         s = heads_of(walk.values["S"])
         spread0, spread1, peak = diagonal_spread(s[0]), diagonal_spread(s[1]), np.diagonal(s[0], -1)[0]
         return {"spread0": f"{spread0:.1e}", "spread1": f"{spread1:.{p}f}", "peak": f"{peak:.{p}f}"}
-    return {}
+    if key == "lesson.pe_frequencies":
+        pe, base = walk.values["PE"], g.nodes["PE"].op.base
+        n, d = pe.shape
+        periods = [base ** (2 * i / d) for i in range(d // 2)]  # pair i turns 1/period rad per position
+        slow = {
+            "angle": f"{(n - 1) / periods[-1]:.{p}f}",
+            "sin": f"{pe[-1, d - 2]:.{p}f}",
+            "cos": f"{pe[-1, d - 1]:.{p}f}",
+        }
+        return {"d": d, "k": d // 2, "rate": f"1/{periods[-1]:g}", "n": n, "a": d - 2, "b": d - 1, **slow}
+    if key == "lesson.rope_one_pair":
+        angles = np.asarray(walk.values["angles"])
+        rate = float(angles[1, 0] - angles[0, 0])  # position 1's angle minus position 0's: inv_freq_0
+        return {"dk": 2 * angles.shape[-1], "rate": f"{rate:g}", "turn": f"{2 * math.pi / rate:.2f}"}
+    return lessons_numbers.line_values(key, walk)
 
 
 def cross_lines(walk, screen, bundled: bool) -> list[str]:
@@ -102,7 +128,6 @@ def scalings_screen(walk, after):
     angle there and the factor on cos and sin (core/positions.rope_inv_freq, which the tests hold against
     transformers)."""
     from attncalc.core.positions import rope_inv_freq
-    from attncalc.learn.walk import Screen
     from attncalc.render.view import views
 
     fx = walk.session.fixture
@@ -125,6 +150,7 @@ def scalings_screen(walk, after):
         "s1": f"{FACTOR - 1:g}",
         "L": TRAINED,
         "L1": TRAINED - 1,
+        "Ls": f"{TRAINED * FACTOR:g}",
         "n": n,
         "last": last,
         "angle": f"{last * default[0]:g}",
@@ -153,7 +179,6 @@ def positions_screen(walk, after):
     """我 吃 鱼 against 鱼 吃 我 under each positional encoding: for each token, the largest difference
     between its row of Z in the two orders (0 without positions: the same rows, permuted)."""
     from attncalc.inputs.session import Request, open_session
-    from attncalc.learn.walk import Screen
     from attncalc.render.view import views
 
     source = list(walk.session.fixture["source"])
@@ -181,7 +206,17 @@ def positions_screen(walk, after):
     )
 
 
-EXTRA = {"rope": (("", "rope"), scalings_screen), "order": (("", "attend"), positions_screen)}
+def scaled_screen(walk, after):
+    return lessons_numbers.scaled_screen(walk, after, SCALINGS, FACTOR, TRAINED)
+
+
+# example → the screens only it has, each after the last screen of its (prefix, group); a maker that returns
+# None adds to that screen instead (its views and lines)
+EXTRA = {
+    "rope": [(("", "rope"), scalings_screen), (("", "rope"), scaled_screen)],
+    "order": [(("", "attend"), positions_screen)],
+    "woaini": [(("", "scores"), lessons_numbers.spread_onto), (("", "grad_embed"), lessons_numbers.learned_screen)],
+}
 
 
 def teach(walk) -> None:
@@ -192,13 +227,14 @@ def teach(walk) -> None:
     bundled = walk.name in example_names() and walk.session.fixture == load_example(walk.name)
     lines = LINES.get(walk.name, {}) if bundled else {}
     out = []
-    for screen in walk.screens:
+    last = {(s.prefix, s.group): k for k, s in enumerate(walk.screens)}
+    for k, screen in enumerate(walk.screens):
         where = (screen.prefix, screen.group)
-        screen.lines += [said(k, walk, **lesson_values(k, walk)) for k in lines.get(where, [])]
+        screen.lines += [said(key, walk, **lesson_values(key, walk)) for key in lines.get(where, [])]
         if screen.prefix.endswith(".cross") and screen.group == "weights":
             screen.lines += cross_lines(walk, screen, bundled)
         out.append(screen)
-        extra = EXTRA.get(walk.name) if bundled else None
-        if extra and extra[0] == where:
-            out.append(extra[1](walk, screen))
+        for at, make in EXTRA.get(walk.name, []) if bundled else []:
+            if at == where and last[where] == k and (made := make(walk, screen)) is not None:
+                out.append(made)
     walk.screens[:] = out

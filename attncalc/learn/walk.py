@@ -11,7 +11,7 @@ explains) and one worked cell. The interaction (keys, quiz) lives in `cli/walk_c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -25,8 +25,11 @@ from attncalc.inputs.examples import example_names
 from attncalc.inputs.literal import cell_label, parse_cell
 from attncalc.inputs.session import Request, Session, evaluate, open_session
 from attncalc.learn.lessons import teach
+from attncalc.learn.lessons_numbers import generation_lines
+from attncalc.learn.screens import WALK_STAGES, Screen, Walk, cached_cell, layer_context, worked_cell
+from attncalc.learn.walk_backward import backward_screens, open_training, update_screens
+from attncalc.run.train import trained_fixture
 
-WALK_STAGES = STAGES + ("backward", "generate")  # backward: only with --train (walk_backward.py)
 ATTENTION = {"S": "scores", "bias": "scores", "S_scaled": "scores", "M": "mask", "S_masked": "mask", "A": "softmax"}
 GROUPS = {
     "X": "embed",
@@ -58,49 +61,6 @@ GROUPS = {
     "Z_post": "postnorm",
     "F_post": "postnorm",
 }
-
-
-@dataclass
-class Screen:
-    stage: str
-    group: str
-    prefix: str  # "" for the stage commands' block, "enc.0", "dec.0.cross", …
-    title: str
-    formulas: list[str]
-    why: list[str]
-    tensors: list[str]
-    weights: list[str] = field(default_factory=list)  # leaves first used here
-    main: str | None = None  # the tensor `c ROW,COL` explains
-    example: tuple | None = None  # the worked cell
-    quiz: str | None = None  # the tensor --quiz asks about on this screen (one per stage)
-    views: list = field(default_factory=list)  # ready views of tensors outside the graph (generation)
-    lines: list[str] = field(default_factory=list)  # said after the matrices
-    inputs: list[str] = field(default_factory=list)  # tensors of earlier screens that this one reads
-    graph: object = None  # the graph of `main` and `views` (a generation step's own); None: the session's
-    aliases: dict = field(default_factory=dict)  # a view's name -> its node in `graph` (dec.0.self.q -> …Q)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:  # a notebook: a table, not a dict dump
-        from attncalc.render.notebook import screen_bundle
-
-        return screen_bundle(self)
-
-    def _repr_html_(self) -> str:
-        return self._repr_mimebundle_()["text/html"]
-
-
-@dataclass
-class Walk:
-    session: Session | None
-    values: dict
-    screens: list[Screen]
-    lang: str
-    name: str
-    notes: list[str] = field(default_factory=list)  # said after the last screen
-    span: tuple[int, int] = (0, len(WALK_STAGES) - 1)  # --from/--to as indices of WALK_STAGES
-    precision: int = 3
-    stopped: tuple[str, str] | None = None  # (last stage, why) when the input has no later parts
-    generation: object = None  # decoding.generate's result, once computed
-    training: object = None  # --train: the optimiser step after the backward pass (train.Training)
 
 
 def group_of(name: str) -> tuple[str, str]:
@@ -149,8 +109,6 @@ def open_walk(
             "input", f"--example NAME ({', '.join(example_names())}), --exercise SEED or --fixture FILE", "nothing"
         )
     if train is not None:
-        from attncalc.learn.walk_backward import open_training
-
         return tell(open_training(example, fixture, sets, lang, (lo, hi), precision, model, train, exercise), lang)
     top = min(hi, len(STAGES) - 1)
     error = None
@@ -195,15 +153,16 @@ def tell(walk: Walk, lang: str) -> Walk:
     elif walk.stopped:
         walk.notes.append(stop_note(*walk.stopped, walk.name, lang))
     if walk.training is not None and lo <= WALK_STAGES.index("backward") <= hi:
-        from attncalc.learn.walk_backward import update_screens
-
         walk.screens += update_screens(walk.session, walk.training, lang, walk.precision)
     if not walk.stopped and hi == WALK_STAGES.index("generate"):
         try:
             if walk.generation is None:
                 from attncalc.run.decoding import Model, Settings, generate, token_limit
 
-                model = Model(walk.session.fixture, walk.session.source, "")  # at most what its context holds
+                fixture = walk.session.fixture  # after --train: the weights the optimiser step made
+                if walk.training is not None:
+                    fixture = trained_fixture(fixture, walk.session.graph, walk.training)
+                model = Model(fixture, walk.session.source, "")  # at most what its context holds
                 walk.generation = generate(
                     model,
                     Settings(max_new_tokens=max(1, min(Settings.max_new_tokens, token_limit(model)[0]))),
@@ -213,15 +172,28 @@ def tell(walk: Walk, lang: str) -> Walk:
             fx = walk.session.fixture
             variant = ["gen.f_prenorm"] * bool((fx.get("decoder") or {}).get("norm_first"))
             variant += ["gen.f_rope"] * ((fx.get("position") or {}).get("type") == "rope")
-            walk.screens += generation_screens(walk.generation, lang, walk.precision, decoder_only, variant)
+            made = generation_screens(walk.generation, lang, walk.precision, decoder_only, variant)
+            generation_lines(made, lang)  # the prefill and the decode steps in serving's terms
+            if walk.training is not None:
+                made[0].lines.insert(0, texts.ui("generate_trained", lang, t=len(walk.training.steps)))
+            walk.screens += made
         except InputError as e:
-            walk.notes.append(stop_note(STAGES[-1], e, walk.name, lang))
+            walk.notes.append(train_note(walk) or stop_note(STAGES[-1], e, walk.name, lang))
     return walk
 
 
 def encoder_only(session: Session) -> bool:
     """An encoder and no decoder (BERT, MiniLM): its walk ends, complete, with the encoder's output."""
     return bool(session.fixture.get("encoder")) and not session.fixture.get("decoder")
+
+
+def train_note(walk: Walk) -> str | None:
+    """How a `--train` walk of an attention block alone ends: after the backward pass (no loss, so no
+    optimiser step unless one was asked for), with nothing to generate. None for any other walk."""
+    if walk.session.stage != "backward" or walk.session.fixture.get("decoder"):
+        return None
+    key = "train_block_end" if walk.training is None else "train_block_end_step"
+    return texts.ui(key, walk.lang, name=walk.name)
 
 
 def stop_note(stage: str, error: InputError, name: str, lang: str) -> str:
@@ -312,8 +284,6 @@ def make_screens(session: Session, values: dict, lang: str, lo=0, hi=len(WALK_ST
         if lo <= WALK_STAGES.index(s.stage) <= hi:
             screens.append(s)
     if grads and lo <= WALK_STAGES.index("backward") <= hi:
-        from attncalc.learn.walk_backward import backward_screens
-
         screens += backward_screens(session, grads, lang)
     choose_quiz(g, screens)
     return screens
@@ -378,21 +348,6 @@ def screen(session: Session, values: dict, names: list[str], lang: str, seen: se
     )
 
 
-def layer_context(prefix: str, group: str, lang: str, window: int | None = None) -> str:
-    parts = prefix.split(".")
-    if parts[0] not in ("enc", "dec") or len(parts) < 2:
-        return ""
-    out = texts.context(parts[0], lang, i=parts[1])
-    if len(parts) > 2:
-        block = texts.context(parts[2], lang)
-        if window is not None:  # Gemma 3's local layers: said in the title, as the global ones' plain name
-            block = texts.context("sliding", lang, block=block, window=window)
-        return f"{out} · {block}"
-    if group in ("qkv", "rope", "weights", "attend"):
-        return f"{out} · {texts.context('attn', lang)}"
-    return out
-
-
 def heads(g, prefix: str) -> tuple[int, int]:
     node = g.nodes.get(f"{prefix}.S" if prefix else "S")
     op = node.op if node is not None else None
@@ -452,8 +407,10 @@ def why_keys(session: Session, names: list[str]) -> list[str]:
         keys.append("gqa")
     if group == "attend" and h > 1:
         keys.append("multihead")
-    if group in ("enc_out", "dec_out"):
-        keys.append(group)
+    if group == "softmax":  # the stage block's weights A: computed, not parameters
+        keys.append("params_not_a")
+    if group in ("enc_out", "dec_out"):  # a decoder-only model's dec_out: prompt and continuation, not a target
+        keys.append(group + "_only" * (group == "dec_out" and "enc_out" not in g.nodes))
     if group.startswith("prenorm"):
         keys.append("prenorm")
     if group == "postnorm":
@@ -478,20 +435,6 @@ def identity_ffn(g, names: list[str]) -> bool:
     relu = any(isinstance(g.nodes[n].op, Activation) and g.nodes[n].op.fn == "relu" for n in names)
     eye = len(w) == 2 and all(x.shape[0] == x.shape[1] and np.array_equal(x, np.eye(len(x))) for x in w)
     return relu and eye and not {"b1", "b2"} & set(inputs)
-
-
-def worked_cell(shape: tuple) -> tuple:
-    """The cell a screen works out: the last row (it sees every key, even under a causal mask), column 0."""
-    if not shape:
-        return ()
-    return tuple([0] * (len(shape) - 2) + [shape[-2] - 1, 0]) if len(shape) >= 2 else (shape[0] - 1,)
-
-
-def cached_cell(shape: tuple, new_rows: int) -> tuple:
-    """A generation step's worked score: its last new row against the key cached just before its new rows
-    (an earlier step's; the first key at step 0, when the cache holds only the new rows)."""
-    *head, rows, keys = shape
-    return tuple([0] * len(head) + [rows - 1, max(0, keys - new_rows - 1)])
 
 
 def quiz_cell(shape: tuple) -> tuple:

@@ -17,6 +17,10 @@ import numpy as np
 from attncalc import texts
 from attncalc.core import layer_ops, ops, position_ops
 from attncalc.core.backward import STAGE
+from attncalc.core.optim import update_names
+from attncalc.inputs.session import Request, evaluate, open_session
+from attncalc.learn.screens import Screen, Walk, layer_context, reached_cell, worked_cell
+from attncalc.run.train import LOSS, refuse_checkpoint, take_steps, told
 
 GROUPS = {
     "dloss": "grad_loss",
@@ -91,6 +95,10 @@ def why_keys(graph, group: str, names: list[str]) -> list[str]:
         keys = list(WHY[group])
         if group == "grad_qkv" and any(isinstance(forward(graph, n).op, position_ops.Rope) for n in names):
             keys.append("grad_rope")
+        if group == "grad_qkv" and normed_input(graph, names):
+            keys[keys.index("grad_qkv")] = "grad_qkv_prenorm"
+        if group == "grad_embed" and tied_output(graph):
+            keys.append("grad_embed_tied")
         return keys
     made = [forward(graph, n).op for n in names if not forward(graph, n).is_leaf]
     keys = ["grad_residual"] if any(isinstance(op, ops.Add) for op in made) else []
@@ -101,10 +109,20 @@ def why_keys(graph, group: str, names: list[str]) -> list[str]:
     return keys or ["grad_residual"]
 
 
+def normed_input(graph, names: list[str]) -> bool:
+    """True when Q, K and V are made from a norm of the layer's input (N1 in a pre-norm model), not from it."""
+    made = [forward(graph, n) for n in names if forward(graph, n).name.rpartition(".")[2] in ("Q", "K", "V")]
+    return any(re.fullmatch(r"N\d", node.inputs[0].rpartition(".")[2]) for node in made)
+
+
+def tied_output(graph) -> bool:
+    """True when the output layer is the embedding table transposed (logits = dec_out·Eᵀ)."""
+    logits = graph.nodes.get("logits")
+    return logits is not None and isinstance(logits.op, ops.Affine) and bool(logits.op.transpose)
+
+
 def backward_screens(session, names: list[str], lang: str) -> list:
     """The screens of the gradient tensors `names` (in graph order)."""
-    from attncalc.learn.walk import Screen, layer_context, worked_cell
-
     graph, out = session.graph, []
     names = [n for n in names if graph.nodes[n].about.startswith("grad")]  # not the update's tensors (below)
     for (prefix, group), run in runs(graph, names):
@@ -124,7 +142,7 @@ def backward_screens(session, names: list[str], lang: str) -> list:
                 run,
                 [],
                 main,
-                worked_cell(np.shape(graph.value(main))),
+                reached_cell(graph.value(main)),
                 inputs=list(dict.fromkeys(made_before)),
             )
         )
@@ -140,10 +158,6 @@ def shown_weight(graph, training) -> str:
 
 def update_screens(session, training, lang: str, precision: int) -> list:
     """The optimiser step on one weight, then the loss before and after it."""
-    from attncalc.core.optim import update_names
-    from attncalc.learn.walk import Screen, worked_cell
-    from attncalc.run.train import told
-
     graph, opt = session.graph, training.optimizer
     weight = shown_weight(graph, training)
     tensors = list(update_names(weight, opt.kind).values())
@@ -155,7 +169,7 @@ def update_screens(session, training, lang: str, precision: int) -> list:
         "",
         texts.title(opt.kind, lang),
         [texts.say(graph.nodes[n].formula, lang) for n in tensors],
-        [texts.why(opt.kind, lang)],
+        [texts.why(opt.kind, lang), texts.why("params_not_a", lang)],
         tensors,
         [weight],
         tensors[-1],
@@ -176,10 +190,6 @@ def open_training(
 ):
     """The walk of the backward stage: the forward pass, every gradient and (with a loss) one step of the
     optimiser `train` asks for ({"optimizer": "sgd"|"adam"|None, "lr": float|None})."""
-    from attncalc.inputs.session import Request, evaluate, open_session
-    from attncalc.learn.walk import Walk
-    from attncalc.run.train import LOSS, refuse_checkpoint, take_steps
-
     refuse_checkpoint(model.get("model"), "--train")
     session = open_session(
         Request(stage=STAGE, example=example, exercise=exercise, fixture=fixture, sets=list(sets), **model)

@@ -8,6 +8,7 @@ import numpy as np
 
 from attncalc import terminal
 from attncalc.core.ops import Identity, Scores
+from attncalc.core.position_ops import Alibi
 from attncalc.errors import InputError
 from attncalc.inputs.document import dumps, jsonable, make_document
 from attncalc.inputs.literal import cell_label, parse_cell
@@ -112,7 +113,7 @@ def numbers_at_least(graph, name: str) -> int:
         return graph.given[name].size
     if node.is_leaf:
         return 0 if node.value is None else np.size(node.value)
-    heads = node.op.h if isinstance(node.op, Scores) else 1
+    heads = node.op.h if isinstance(node.op, (Scores, Alibi)) else 1  # ALiBi's bias: [h, n, m] too
     return heads * (len(node.rows) if node.rows else 1) * (len(node.cols) if node.cols else 1)
 
 

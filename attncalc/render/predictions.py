@@ -1,5 +1,5 @@
 """The decoder stage in one glance: per position the input, the label, the most likely next token and
-p(label), −log p(label); then the loss as their mean. Drawn for the terminal (Rich) and Markdown."""
+p(label), −ln p(label); then the loss as their mean. Drawn for the terminal (Rich) and Markdown."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from attncalc.texts import t
 
 
 def header() -> list[str]:
-    """pos, input, label, most likely, p, p(label), −log p(label) in the current language."""
+    """pos, input, label, most likely, p, p(label), −ln p(label) in the current language."""
     return t("pred.header").split(" | ")
 
 

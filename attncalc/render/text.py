@@ -212,7 +212,7 @@ def _call(c: Call, latex: bool) -> str:
         return f"e^({inner})" if compound else f"e^{inner}"
     if c.fn == "sqrt":
         return rf"\sqrt{{{inner}}}" if latex else f"√({inner})"
-    name = rf"\{c.fn}" if latex and c.fn in ("log", "sin", "cos") else (rf"\mathrm{{{c.fn}}}" if latex else c.fn)
+    name = rf"\{c.fn}" if latex and c.fn in ("ln", "sin", "cos") else (rf"\mathrm{{{c.fn}}}" if latex else c.fn)
     return f"{name}({inner})"
 
 
@@ -246,7 +246,7 @@ def line_text(line: list, latex: bool = False) -> str:
         elif _negative(t) and prev == "+":
             out = out[:-1] + ("-" if latex else MINUS)  # a plain addend: a + −b  →  a − b
             s = s[1:]
-        # a minus that starts a line or follows "=" or "(" is a sign: −0.004×2, = −log(0.849), not − 0.004
+        # a minus that starts a line or follows "=" or "(" is a sign: −0.004×2, = −ln(0.849), not − 0.004
         sign = prev == "−" and (k == 1 or line[k - 2] in ("=", "(", "["))
         if t in ("×", "²", ")²", ";", "]") or prev == "×" or prev in ("(", "[") or t == ")" or not out or sign:
             out += (" " if latex and t == "×" else "") + s + (" " if latex and t == "×" else "")

@@ -8,11 +8,13 @@ forward and backward pass with those weights given in place of the fixture's.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from attncalc.core.backward import STAGE, weight_gradients
+from attncalc.core.fixture import PATH_PART
 from attncalc.core.graph import Graph
 from attncalc.core.optim import AdamMoments, AdamState, Optimizer, adam_step, add_update, sgd_step
 
@@ -75,6 +77,19 @@ def train(graph: Graph, opt: Optimizer, steps: int, on_step=None) -> Training:
         loss = after
         if on_step is not None:
             on_step(t)
+    return out
+
+
+def trained_fixture(fixture: dict, graph: Graph, training: Training) -> dict:
+    """A copy of `fixture` with the last step's weights at their fields (the leaf `E` at `embedding`): what a
+    walk after `--train` generates with, so its generation speaks of the model the step made."""
+    out = copy.deepcopy(fixture)
+    for leaf, value in training.steps[-1].weights.items():
+        *path, last = [int(i) if i else key for key, i in PATH_PART.findall(graph.nodes[leaf].missing or leaf)]
+        at = out
+        for part in path:
+            at = at[part]
+        at[last] = np.asarray(value, dtype=np.float64).tolist()
     return out
 
 
