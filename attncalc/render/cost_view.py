@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attncalc import texts
 from attncalc.render.sizing import Report, model_label
+from attncalc.serving.fields import human
 
 
 def per_second(value: float) -> str:
@@ -89,6 +90,8 @@ def _gpu_lines(r: dict) -> list[str]:
             ("pipeline_" + phase, "cost.line.pipeline", {"pp": g["pp"]}),
         ):
             sent = t["communication"][key]
+            if sent and sent.get("algorithm", "ring") != "ring":
+                text_key = "cost.line.allreduce_" + sent["algorithm"].replace("-", "_")
             if sent:
                 lines.append(
                     texts.t(
@@ -121,15 +124,33 @@ def _gpu_lines(r: dict) -> list[str]:
     return lines
 
 
-def figure_lines(r: dict) -> list[str]:
-    from attncalc.serving.kvcache import human
+def _params_line(p: dict, rest: int, total: int) -> str:
+    if p["dense"]:
+        d = p["dense"]
+        return texts.t(
+            "cost.line.params_dense",
+            dense=d["layers"],
+            per_dense=d["per_layer_total"],
+            layers=p["layers"],
+            per_layer=p["per_layer_total"],
+            rest=rest,
+            total=total,
+        )
+    return texts.t("cost.line.params", layers=p["layers"], per_layer=p["per_layer_total"], rest=rest, total=total)
 
+
+def _attention_factor(heads: int, qk: int, v: int) -> str:
+    """Q·Kᵀ and A·V per (query, key) pair: 4 × heads × head_dim, or 2 × heads × (qk + v) when they differ (MLA)."""
+    return f"4 × {heads} × {qk}" if qk == v else f"2 × {heads} × ({qk} + {v})"
+
+
+def figure_lines(r: dict) -> list[str]:
     t, p = r["terms"], r["terms"]["parameters"]
-    hw, kv = t["hardware"], t["kv"]
+    hw, kv, kt = t["hardware"], t["kv"], t["kv"]["terms"]
     est, layers = r["estimate"], t["kv"]["terms"]["layers"]
     rest = sum(term["count"] for term in p["model"])
     lines = [
-        texts.t("cost.line.params", layers=p["layers"], per_layer=p["per_layer_total"], rest=rest, total=r["params"]),
+        _params_line(p, rest, r["params"]),
         texts.t(
             "cost.line.weights_gguf" if t["weights_dtype"] == "GGUF" else "cost.line.weights",
             total=r["params"],
@@ -139,17 +160,36 @@ def figure_lines(r: dict) -> list[str]:
         ),
         texts.t("cost.line.kv", tokens=kv["terms"]["tokens"], formula=kv["formula"], human=kv["human"]),
         texts.t("cost.line.prefill"),
-        f"      = {t['batch']} × (2 × {p['layer_matmul']:,} × {t['prompt']} + 2 × {p['lm_head_matmul']:,}"
-        f" + 4 × {kv['terms']['query_heads']} × {kv['terms']['head_dim']} × {t['attention_pairs_prompt']:,})"
+        f"      = {t['batch']} × (2 × {p['active_layer_matmul']:,} × {t['prompt']} + 2 × {p['lm_head_matmul']:,}"
+        f" + {_attention_factor(kt['query_heads'], kt['qk_dim'], kt['v_dim'])} × {t['attention_pairs_prompt']:,})"
         f" = {r['prefill_flops']:,}",
         *_gpu_lines(r),
         texts.t("cost.line.ttft"),
         _bound_line(t["prefill"], hw["flops"], hw["bandwidth"]),
         texts.t("cost.line.ttft_est"),
         _est_line(est, est["prefill"], hw, layers),
+        texts.t(
+            "cost.line.ttft_client",
+            engine=duration(est["ttft_s"]),
+            request=duration(est["request_s"]),
+            client=duration(est["ttft_client_s"]),
+        ),
+        *(_decode_lines(r) if r["tpot_s"] is not None else []),
+        _regime_line("prefill", est["prefill"]),
+    ]
+    if r["tpot_s"] is not None:
+        lines.append(_regime_line("decode", est["decode"]))
+    return lines + _memory_lines(r)
+
+
+def _decode_lines(r: dict) -> list[str]:
+    t, p, est = r["terms"], r["terms"]["parameters"], r["estimate"]
+    hw, kt, layers = t["hardware"], t["kv"]["terms"], t["kv"]["terms"]["layers"]
+    attention = _attention_factor(kt["query_heads"], kt["decode_qk_dim"], kt["decode_v_dim"])
+    return [
         texts.t("cost.line.decode"),
-        f"      = {t['batch']} × (2 × ({p['layer_matmul']:,} + {p['lm_head_matmul']:,})"
-        f" + 4 × {kv['terms']['query_heads']} × {kv['terms']['head_dim']} × {t['keys_seen_last_step']:,})"
+        f"      = {t['batch']} × (2 × ({p['active_layer_matmul']:,} + {p['lm_head_matmul']:,})"
+        f" + {attention} × {t['keys_seen_last_step']:,})"
         f" = {t['decode']['flops']:,.0f}",
         texts.t("cost.line.tpot"),
         _bound_line(t["decode"], hw["flops"], hw["bandwidth"]),
@@ -162,9 +202,12 @@ def figure_lines(r: dict) -> list[str]:
             tpot=duration(est["tpot_s"]),
             rate=f"{est['tokens_per_s']:,.1f}",
         ),
-        _regime_line("prefill", est["prefill"]),
-        _regime_line("decode", est["decode"]),
     ]
+
+
+def _memory_lines(r: dict) -> list[str]:
+    hw = r["terms"]["hardware"]
+    lines = []
     if hw["memory"] is None:
         return lines + [texts.t("cost.line.no_memory")]
     memory = int(hw["memory"])
@@ -196,8 +239,14 @@ def figure_lines(r: dict) -> list[str]:
 
 def parameter_rows(r: dict) -> list[tuple[str, str, str]]:
     p = r["terms"]["parameters"]
-    rows = [(term["name"], f"{term['count']:,}", term["formula"]) for term in p["per_layer"]]
-    rows.append((texts.t("cost.row.per_layer"), f"{p['per_layer_total']:,}", f"× {p['layers']}"))
+    rows = []
+    if p["dense"]:
+        d = p["dense"]
+        rows += [(term["name"], f"{term['count']:,}", term["formula"]) for term in d["per_layer"]]
+        rows.append((texts.t("cost.row.per_dense_layer"), f"{d['per_layer_total']:,}", f"× {d['layers']}"))
+    rows += [(term["name"], f"{term['count']:,}", term["formula"]) for term in p["per_layer"]]
+    key = "cost.row.per_moe_layer" if p["dense"] else "cost.row.per_layer"
+    rows.append((texts.t(key), f"{p['per_layer_total']:,}", f"× {p['layers']}"))
     rows += [(term["name"], f"{term['count']:,}", term["formula"]) for term in p["model"]]
     rows.append((texts.t("cost.row.total"), f"{r['params']:,}", ""))
     return rows

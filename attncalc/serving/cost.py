@@ -19,9 +19,10 @@ causal kernel computes: p(p+1)/2 for p prompt tokens, fewer on sliding-window la
 from __future__ import annotations
 
 from attncalc import texts
-from attncalc.errors import InputError, describe
+from attncalc.errors import InputError
 from attncalc.inputs.model_config import GGUF_BYTES
 from attncalc.serving import estimate
+from attncalc.serving.fields import check_count
 from attncalc.serving.hardware import LINKS, Hardware, efficiency_of
 from attncalc.serving.kvcache import kv_cache, pick_dtype
 from attncalc.serving.parameters import parameter_terms  # noqa: F401 (re-exported: cost's parameters, term by term)
@@ -37,8 +38,7 @@ def causal_pairs(tokens: int, window: int | None = None) -> int:
 
 
 def _check_count(option: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(option, f"an integer >= {minimum}", describe(value))
+    check_count(option, value, minimum)
 
 
 def _bound(flops: float, nbytes: int, hardware: Hardware, peak: float) -> dict:
@@ -79,7 +79,7 @@ def serving_cost(
     weights = _weights(config, params, weights_dtype, kv["compute_dtype"], group_size, notes)
     peak = _peak(hardware, kv["compute_dtype"], notes)
     flops = _flops(kv["kv"]["terms"], params, prompt, batch)
-    moe = _moe(params, weights, kv["kv"]["terms"]["layers"], batch, prompt, notes)
+    moe = _moe(params, weights, params["moe_layers"], batch, prompt, notes)
     decode_weights = moe["decode_weights_bytes"] if moe else weights["bytes"]
     gpus = _per_gpu(kv, weights["bytes"], tp, pp)
     link = _link(hardware, link, tp, pp)
@@ -93,7 +93,10 @@ def serving_cost(
     }
     bounds, estimates = _steps(work, hardware, peak, eff, tp, pp, kv["kv"]["terms"]["layers"], comm_s)
     _parallel_notes(tp, pp, comm, link, notes)
-    notes += [texts.t(key) for key in NOTE_KEYS]
+    decodes = generate > 0  # --generate 0: no token is generated, so there is no time per output token
+    notes += [texts.t(key) for key in NOTE_KEYS if decodes or key != "cost.last_step"]
+    if not decodes:
+        notes.append(texts.t("cost.no_decode"))
     fits, max_batch = _memory(hardware, gpus, notes)
     return {
         "params": params["total"],
@@ -101,9 +104,9 @@ def serving_cost(
         "kv_bytes": kv["kv"]["bytes"],
         "prefill_flops": flops["prefill"],
         "ttft_s": bounds["prefill"]["seconds"],
-        "tpot_s": bounds["decode"]["seconds"],
-        "tokens_per_s": batch / bounds["decode"]["seconds"],
-        "estimate": _estimate_figures(estimates, eff, batch),
+        "tpot_s": bounds["decode"]["seconds"] if decodes else None,
+        "tokens_per_s": batch / bounds["decode"]["seconds"] if decodes else None,
+        "estimate": _estimate_figures(estimates, eff, batch, decodes),
         "fits": fits,
         "max_batch": max_batch,
         "gpus": _gpus(tp, pp, link, gpus),
@@ -165,6 +168,9 @@ def _weights(config, params, weights_dtype, compute_dtype, group_size, notes) ->
     cfg = config["text_config"] if isinstance(config.get("text_config"), dict) else config
     wname = pick_dtype(weights_dtype or compute_dtype, cfg, config, [], option="--weights-dtype", known=WEIGHT_BITS)
     bits = WEIGHT_BITS[wname]
+    if group_size is not None and bits >= 16:
+        expected = "quantised weights (--weights-dtype int4, int8 or fp8): a scale per group only scales those"
+        raise InputError("--group-size", expected, f"{wname} weights")
     scale_bits = 16 / group_size if group_size else 0  # one fp16 scale per group of weights
     weights_bytes = -(-params["total"] * bits // 8) + -(-params["total"] * 16 // (8 * group_size) if group_size else 0)
     stored = config.get(GGUF_BYTES)
@@ -188,10 +194,10 @@ def _peak(hardware: Hardware, compute_dtype: str, notes: list) -> float:
 
 def _flops(t: dict, params: dict, prompt: int, batch: int) -> dict:
     """Prefill and last-decode-step FLOPs: 2 per matmul weight per token, 4 × heads × head_dim per (query, key)."""
-    heads, head_dim, window = t["query_heads"], t["head_dim"], t["sliding_window"]
+    heads, window = t["query_heads"], t["sliding_window"]
     full, sliding = t["full_layers"], t["sliding_layers"]
     pairs = full * causal_pairs(prompt) + sliding * causal_pairs(prompt, window)
-    attention = 4 * heads * head_dim * pairs
+    attention = 2 * heads * (t["qk_dim"] + t["v_dim"]) * pairs  # Q·Kᵀ and A·V: 2 FLOPs per pair per dimension
     matmul = params["active_layer_matmul"]  # the weights one token is multiplied by (k of E experts)
     cached = t["cached_tokens_full"] * full + t["cached_tokens_sliding"] * sliding  # keys the last token sees
     return {
@@ -199,7 +205,8 @@ def _flops(t: dict, params: dict, prompt: int, batch: int) -> dict:
         "attention": attention,
         "cached": cached,
         "prefill": batch * (2 * matmul * prompt + 2 * params["lm_head_matmul"] + attention),
-        "decode": batch * (2 * (matmul + params["lm_head_matmul"]) + 4 * heads * head_dim * cached),
+        "decode": batch
+        * (2 * (matmul + params["lm_head_matmul"]) + 2 * heads * (t["decode_qk_dim"] + t["decode_v_dim"]) * cached),
     }
 
 
@@ -224,7 +231,9 @@ def _moe(params: dict, weights: dict, layers: int, batch: int, prompt: int, note
 
 
 def _link(hardware: Hardware, link, tp: int, pp: int):
-    """The GPU-to-GPU link: --link, else the preset's; several GPUs without one are refused."""
+    """The GPU-to-GPU link: --link, else the preset's; several GPUs without one are refused, one GPU with one too."""
+    if link is not None and tp * pp == 1:
+        raise InputError("--link", "--tp or --pp above 1 (one GPU sends nothing over a link)", link.name)
     if tp * pp > 1 and hardware.link is None and link is None:
         raise InputError(
             "--tp" if tp > 1 else "--pp",
@@ -237,6 +246,8 @@ def _link(hardware: Hardware, link, tp: int, pp: int):
 def _per_gpu(kv: dict, weights_bytes: int, tp: int, pp: int) -> dict:
     """Tensor parallel splits weights, KV heads and FLOPs; pipeline parallel splits the layers."""
     t = kv["kv"]["terms"]
+    if pp > t["layers"]:
+        raise InputError("--pp", f"at most the {t['layers']} layers (one stage holds at least one layer)", str(pp))
     kv_heads, replicated = estimate.kv_heads_per_gpu(t["kv_heads"], t["query_heads"], tp)
     share = kv_heads / t["kv_heads"] / pp  # of the KV cache, on one GPU
     return {
@@ -291,8 +302,11 @@ def _steps(work: dict, hardware: Hardware, peak: float, eff, tp: int, pp: int, l
 
 
 def _parallel_notes(tp: int, pp: int, comm: dict, link, notes: list) -> None:
+    if tp > 1:
+        notes.append(texts.t("cost.allreduce_switch"))
     if tp > 1 and comm["decode"]["at_floor"]:
-        notes.append(texts.t("cost.allreduce_floor", latency=f"{link.latency * 1e6:g}"))
+        key = "cost.allreduce_floor" if comm["decode"]["algorithm"] == "ring" else "cost.allreduce_small"
+        notes.append(texts.t(key, latency=f"{link.latency * 1e6:g}", steps=comm["decode"]["steps"]))
     if pp > 1:
         notes.append(texts.t("cost.pipeline_bubble", pp=pp, idle=f"{(pp - 1) / pp:.0%}"))
 
@@ -310,12 +324,22 @@ def _memory(hardware: Hardware, per_gpu: dict, notes: list):
     return fits, max_batch
 
 
-def _estimate_figures(estimates: dict, eff, batch: int) -> dict:
+def _estimate_figures(estimates: dict, eff, batch: int, decodes: bool) -> dict:
+    """The estimates; TTFT twice: as the engine times it, and as a client does (+ the request overhead)."""
+    tpot = estimates["decode"]["seconds"]
     return {
         "ttft_s": estimates["prefill"]["seconds"],
-        "tpot_s": estimates["decode"]["seconds"],
-        "tokens_per_s": batch / estimates["decode"]["seconds"],
-        "efficiency": {"memory": eff.memory, "compute": eff.compute, "layer_s": eff.layer, "step_s": eff.step},
+        "ttft_client_s": estimates["prefill"]["seconds"] + eff.request,
+        "request_s": eff.request,
+        "tpot_s": tpot if decodes else None,
+        "tokens_per_s": batch / tpot if decodes else None,
+        "efficiency": {
+            "memory": eff.memory,
+            "compute": eff.compute,
+            "layer_s": eff.layer,
+            "step_s": eff.step,
+            "request_s": eff.request,
+        },
         "prefill": estimates["prefill"],
         "decode": estimates["decode"],
     }

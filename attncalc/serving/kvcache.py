@@ -16,6 +16,12 @@ Pure: no printing, no I/O (the files are read by `attncalc.inputs.model_config`)
 from attncalc import texts
 from attncalc.errors import InputError, describe
 from attncalc.inputs.model_config import read_config  # noqa: F401 (re-exported: kvcache reads a config.json)
+from attncalc.serving import mla
+from attncalc.serving.fields import (
+    check_count,
+    human,  # noqa: F401 (re-exported)
+)
+from attncalc.serving.fields import get_int as _get_int
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 _TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -35,37 +41,8 @@ ENCODER_ONLY_TYPES = (
 ENCODER_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering")
 
 
-def human(n: int) -> str:
-    """Binary units: 1073741824 -> '1.00 GiB'; under 1 KiB -> '512 B'."""
-    if n < 1024:
-        return f"{n} B"
-    value, units = n / 1024, ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-    while value >= 1024 and len(units) > 1:
-        value, units = value / 1024, units[1:]
-    return f"{value:.2f} {units[0]}"
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _get_int(cfg: dict, keys: tuple, at: str, minimum: int = 1, required: bool = True):
-    """First present (non-null) key among `keys`, checked to be an integer >= minimum; returns (key, value)."""
-    for key in keys:
-        if cfg.get(key) is not None:
-            value = cfg[key]
-            if not _is_int(value) or value < minimum:
-                raise InputError(at + key, f"an integer >= {minimum}", describe(value))
-            return key, value
-    if required:
-        alts = " or ".join(keys)
-        raise InputError(at + keys[0], f"an integer >= {minimum} (key {alts})", "no such key")
-    return keys[0], None
-
-
 def _check_arg(name: str, value) -> None:
-    if not _is_int(value) or value < 1:
-        raise InputError(name, "an integer >= 1", describe(value))
+    check_count(name, value)
 
 
 def _layer_split(cfg: dict, layers: int, at: str, notes: list):
@@ -195,7 +172,7 @@ def kv_cache(
     _check_arg("--batch", batch)
     at, cfg, notes = _text_config(config, source)
     _, layers = _get_int(cfg, ("num_hidden_layers", "n_layer"), at)
-    h = _heads(cfg, at, notes)
+    h = mla.heads(cfg, at, notes) if mla.is_mla(cfg) else _heads(cfg, at, notes)
     name = pick_dtype(dtype, cfg, config, notes, option=option)
     nbytes = DTYPE_BYTES[name]
     encoder_only = is_encoder_only(cfg)
@@ -211,7 +188,7 @@ def kv_cache(
     context, context_from = reach(cfg, at, notes)
     if context is not None and tokens > context:
         notes.append(texts.t("kvcache.beyond_context", tokens=tokens, context=context, source=context_from))
-    per_value = 2 * h["kv"] * h["head_dim"] * nbytes  # one token's K and V on one layer
+    per_value = h["tensors"] * h["kv"] * h["head_dim"] * nbytes  # one token's K and V (MLA: its latent) on one layer
     total = per_value * batch * (full * cached_full + sliding * cached_sliding)
     per_token = per_value * (full + sliding)
     next_token = per_value * (full + (sliding if tokens < (window or 0) else 0))
@@ -241,10 +218,18 @@ def kv_cache(
             "query_heads": h["heads"],
             "d_model": h["d_model"],
             "query_heads_per_kv_head": h["group"],
+            "cache_tensors": h["tensors"],
+            "mla": h.get("mla"),
+            "qk_dim": h["qk_dim"],
+            "v_dim": h["v_dim"],
+            "decode_qk_dim": h["decode_qk_dim"],
+            "decode_v_dim": h["decode_v_dim"],
         },
-        "formula": _formula(counts, h, batch, nbytes, total, encoder_only),
+        "formula": mla.formula(layers, h["mla"], tokens, batch, nbytes, total)
+        if "mla" in h
+        else _formula(counts, h, batch, nbytes, total, encoder_only),
         "notes": notes,
-        "shapes": _shapes(counts, h, tokens, batch),
+        "shapes": mla.shapes(h, tokens, batch) if "mla" in h else _shapes(counts, h, tokens, batch),
     }
 
 
@@ -304,7 +289,15 @@ def _heads(cfg: dict, at: str, notes: list) -> dict:
         notes.append(texts.t("kvcache.head_dim", dkey=dkey, hkey=hkey, d_model=d_model, heads=heads, head_dim=head_dim))
     elif head_dim * heads != d_model:
         notes.append(texts.t("kvcache.head_dim_given", head_dim=head_dim, dkey=dkey, hkey=hkey, ratio=d_model / heads))
-    return {"heads": heads, "kv": kv, "group": group, "d_model": d_model, "head_dim": head_dim}
+    return {
+        "heads": heads,
+        "kv": kv,
+        "group": group,
+        "d_model": d_model,
+        "head_dim": head_dim,
+        "tensors": 2,  # K and V
+        **dict.fromkeys(("qk_dim", "v_dim", "decode_qk_dim", "decode_v_dim"), head_dim),
+    }
 
 
 def _formula(c: dict, h: dict, batch: int, nbytes: int, total: int, encoder_only: bool) -> str:
