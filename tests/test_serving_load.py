@@ -123,3 +123,131 @@ def test_deepseek_v3_is_costed_with_its_latent_cache_on_every_gpu(cli):
     # prefill attention: 2 × 128 × (192 + 128) per pair; decode in the latent: 2 × 128 × (576 + 512) per key
     t = d["terms"]
     assert t["attention_flops_prompt"] == 2 * 128 * 320 * 61 * (1000 * 1001 // 2)
+
+
+FP8 = dict(dtype="fp8", weights_dtype="fp8")
+
+
+def test_steady_state_batch_and_tokens_per_second_by_hand():
+    """Llama-3-8B in fp8 (weights, compute, KV) on one H100 SXM, 128 → 128, in-flight batching."""
+    r = serving_cost(load("llama-3-8b.json"), prompt=128, generate=128, hardware=preset("H100-SXM"), **FP8)
+    fl = r["throughput"]["in_flight"]
+    # a sequence half-way holds 128 + 128 / 2 = 192 tokens of 2 × 32 × 8 × 128 × 1 = 65,536 B: 12,582,912 B
+    assert fl["kv_bytes_per_sequence"] == 192 * 65_536 == 12_582_912
+    # room: 0.9 × 80e9 − 8,030,261,248 = 63,969,738,752 B → ⌊5083.9⌋ = 5083 sequences; vLLM's cap 256
+    assert fl["room_bytes"] == 0.9 * 80e9 - 8_030_261_248 and fl["fits"] == 5083 and fl["batch"] == 256
+    # a step: 256 decode tokens + 256 × 128 / 128 = 256 prompt tokens (2 requests' prompts)
+    flops = (
+        2 * 6_979_321_856 * 512  # every token through the layers' weights
+        + 2 * 525_336_576 * 256  # lm_head for the decode tokens
+        + 256 * (2 * 32 * (128 + 128) * 32) * 192  # each decode token sees 192 keys on 32 layers
+        + 2 * (4 * 32 * 128 * 32 * (128 * 129 // 2))  # two prompts' causal attention
+    )
+    assert fl["step"]["flops"] == flops == 7_450_224_754_688
+    nbytes = 8_030_261_248 + 256 * 12_582_912  # the weights once, the cache of 256 sequences
+    assert fl["step"]["bytes"] == nbytes == 11_251_486_720
+    # compute-bound: 7.4502e12 / (0.6 × 1979e12) = 6.2744 ms; + 32 × 15 µs + 0.5 ms = 7.2544 ms
+    step = flops / (0.6 * 1979e12) + 32 * 15e-6 + 0.5e-3
+    assert fl["step"]["bound"] == "compute" and fl["step"]["seconds"] == pytest.approx(step, rel=1e-12)
+    assert fl["tokens_per_s"] == pytest.approx(256 / step, rel=1e-12) and round(fl["tokens_per_s"]) == 35_289
+    assert (
+        fl["requests_per_s"] == pytest.approx(256 / step / 128) and fl["total_tokens_per_s"] == 2 * fl["tokens_per_s"]
+    )
+
+
+def test_static_batch_by_hand():
+    r = serving_cost(load("llama-3-8b.json"), prompt=128, generate=128, hardware=preset("H100-SXM"), **FP8)
+    st = r["throughput"]["static"]
+    # a decode step at the mean length 192: 8,030,261,248 + 192 × 65,536 B at 0.8 × 3.35e12, + 0.98 ms fixed
+    step = (8_030_261_248 + 192 * 65_536) / (0.8 * 3.35e12) + 32 * 15e-6 + 0.5e-3
+    assert st["step"]["seconds"] == pytest.approx(step, rel=1e-12)
+    total = r["estimate"]["ttft_s"] + 128 * step
+    assert st["seconds"] == pytest.approx(total, rel=1e-12) and st["tokens_per_s"] == pytest.approx(128 / total)
+
+
+def test_pipeline_micro_batches_raise_throughput_not_a_requests_speed():
+    cfg = load("llama-3-70b.json")
+    kw = dict(prompt=128, generate=2048, hardware=preset("H100-SXM"), max_seqs=4096, **FP8)
+    one = serving_cost(cfg, tp=2, **kw)
+    two = serving_cost(cfg, tp=2, pp=2, **kw)
+    # each GPU holds half the layers: its memory holds more sequences, and 2 micro-batches keep both stages busy
+    assert two["throughput"]["in_flight"]["batch"] > one["throughput"]["in_flight"]["batch"]
+    assert two["throughput"]["in_flight"]["tokens_per_s"] > 1.5 * one["throughput"]["in_flight"]["tokens_per_s"]
+    # one request's token still passes both stages: its time per token is not shorter
+    assert two["throughput"]["static"]["step"]["seconds"] * 2 > one["throughput"]["static"]["step"]["seconds"]
+
+
+def test_measured_times_give_back_the_efficiencies_they_came_from(cli):
+    """A measurement made from known efficiencies (η_memory 0.7, η_compute 0.5) is fed back; the fit returns them."""
+    from dataclasses import replace
+
+    from conftest import doc
+
+    from attncalc.serving.hardware import EFFICIENCY
+
+    truth = replace(EFFICIENCY["datacenter"], memory=0.7, compute=0.5)
+    path = os.path.join(CONFIGS, "llama-3-8b.json")
+    run = dict(prompt=2048, generate=128, hardware=preset("H100-SXM"))
+    made = serving_cost(load("llama-3-8b.json"), efficiency=truth, **run)["estimate"]
+    tpot, ttft = made["tpot_s"] * 1e3, made["ttft_client_s"] * 1e3  # as `vllm bench serve` reports them
+    d = doc(
+        cli(
+            "cost", path, "--prompt", "2048", "--generate", "128", "--gpu", "H100-SXM",
+            "--measured", f"tpot={tpot!r}ms,ttft={ttft!r}ms", "-f", "json",
+        )
+    )  # fmt: skip
+    fitted = d["estimate"]["efficiency"]
+    assert fitted["memory"] == pytest.approx(0.7, rel=1e-9) and fitted["compute"] == pytest.approx(0.5, rel=1e-9)
+    fits = {one["from"]: one for one in d["calibration"]["fits"]}
+    assert fits["tpot"]["field"] == "memory" and fits["ttft"]["field"] == "compute"
+    assert d["calibration"]["before"]["memory"] == 0.8  # what the defaults were
+    assert d["estimate"]["tpot_s"] == pytest.approx(made["tpot_s"], rel=1e-9)
+    # the engine's own TTFT (no request overhead) fits the same η_compute
+    engine = made["ttft_s"] * 1e3
+    d = doc(
+        cli(
+            "cost",
+            path,
+            *"--prompt 2048 --generate 128 --gpu H100-SXM -f json --measured".split(),
+            f"ttft_engine={engine!r}ms",
+        )
+    )
+    assert d["estimate"]["efficiency"]["compute"] == pytest.approx(0.5, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "measured, message",
+    [
+        ("tpot=0.5ms", "--measured tpot: expected more than the fixed costs"),
+        ("tpot=1ms", "--measured tpot: expected at least the time at the full peak"),
+        ("tpot=7ms,tpot=8ms", "--measured tpot: expected each time once"),
+        ("speed=7ms", "--measured: expected tpot=T"),
+        ("tpot=7", "--measured tpot: expected tpot=T"),
+    ],
+)
+def test_measured_times_that_no_efficiency_explains_are_refused(cli, measured, message):
+    path = os.path.join(CONFIGS, "llama-3-8b.json")
+    out = cli("cost", path, "--prompt", "2048", "--generate", "128", "--gpu", "H100-SXM", "--measured", measured)
+    assert out.exit_code == 2 and message in out.stderr, out.stderr
+
+
+def test_the_matching_benchmark_commands(cli):
+    from conftest import doc
+
+    path = os.path.join(CONFIGS, "llama-3-70b.json")
+    args = "--prompt 2048 --generate 128 --batch 8 --gpu H100-SXM --tp 4 --weights-dtype fp8 --kv-dtype fp8 -f json"
+    runs = doc(cli("cost", path, *args.split()))["benchmarks"]
+    assert runs["vllm"][0] == (
+        f"vllm bench latency --model {CONFIGS} --input-len 2048 --output-len 128 --batch-size 8 --dtype bfloat16"
+        " --quantization fp8 --kv-cache-dtype fp8 --tensor-parallel-size 4 --pipeline-parallel-size 1"
+    )
+    assert "--random-input-len 2048 --random-output-len 128 --max-concurrency 8" in runs["vllm"][2]
+    assert runs["trtllm"][0].endswith("--input-mean 2048 --output-mean 128 --input-stdev 0 --output-stdev 0"
+                                      " --num-requests 1000 > dataset.txt")  # fmt: skip
+    assert runs["trtllm"][1] == f"trtllm-bench --model {CONFIGS} latency --dataset dataset.txt --tp 4 --pp 1"
+    assert runs["llama.cpp"] == [
+        f"llama-bench -m {CONFIGS} -p 2048 -n 128 -ngl 99 -sm row",
+        f"llama-batched-bench -m {CONFIGS} -npp 2048 -ntg 128 -npl 8 -ngl 99 -sm row",
+    ]
+    out = cli("cost", path, *args.replace("-f json", "-f table").split())
+    assert "measure the same on your machine" in out.stdout and "trtllm-bench" in out.stdout

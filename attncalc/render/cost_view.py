@@ -179,7 +179,86 @@ def figure_lines(r: dict) -> list[str]:
     ]
     if r["tpot_s"] is not None:
         lines.append(_regime_line("decode", est["decode"]))
-    return lines + _memory_lines(r)
+    return lines + _memory_lines(r) + _throughput_lines(r) + _calibration_lines(r) + _benchmark_lines(r)
+
+
+def _calibration_lines(r: dict) -> list[str]:
+    cal = r.get("calibration")
+    if not cal:
+        return []
+    lines = []
+    for one in cal["fits"]:
+        lines.append(
+            texts.t(
+                "cost.line.fitted",
+                field=one["field"],
+                source=one["from"],
+                measured=duration(one["seconds"] + one.get("request_s", 0.0)),
+                request=duration(one.get("request_s", 0.0)),
+                work=f"{one['work']:,.0f}",
+                rate=per_second(one["rate"]),
+                fixed=duration(one["fixed_s"]),
+                comm=duration(one["comm_s"]),
+                value=f"{one['value']:.3g}",
+                before=f"{cal['before'][one['field']]:g}",
+            )
+        )
+    return lines
+
+
+def _benchmark_lines(r: dict) -> list[str]:
+    runs = r.get("benchmarks")
+    if not runs:
+        return []
+    lines = [texts.t("cost.line.measure_it")]
+    for engine, commands in runs.items():
+        lines += [f"  {engine}: {command}" for command in commands]
+    return lines
+
+
+def _throughput_lines(r: dict) -> list[str]:
+    load = r["throughput"]
+    if load is None:
+        return []
+    t, st = r["terms"], load["static"]
+    lines = [
+        texts.t(
+            "cost.line.static",
+            batch=st["batch"],
+            generate=t["generate"],
+            ttft=duration(r["estimate"]["ttft_s"]),
+            mean=f"{st['mean_tokens']:g}",
+            step=duration(st["step"]["seconds"]),
+            total=duration(st["seconds"]),
+            rate=f"{st['tokens_per_s']:,.1f}",
+        )
+    ]
+    fl = load["in_flight"]
+    if fl is None:
+        return lines + [texts.t("cost.line.in_flight_none")]
+    pp = r["gpus"]["pp"]
+    return lines + [
+        texts.t(
+            "cost.line.in_flight_batch",
+            room=f"{fl['room_bytes']:,.0f}",
+            per_sequence=f"{fl['kv_bytes_per_sequence']:,.0f}",
+            mean=f"{fl['mean_tokens']:g}",
+            fits=fl["fits"],
+            max_seqs=fl["max_seqs"],
+            batch=fl["batch"],
+        ),
+        texts.t(
+            "cost.line.in_flight_step",
+            micro=f"{fl['micro_batch']:g}",
+            pp=pp,
+            prompt_tokens=f"{fl['prompt_tokens_per_step']:,.0f}",
+            step=duration(fl["step"]["seconds"]),
+            bound=texts.t("cost.bound." + fl["step"]["bound"]),
+            rate=f"{fl['tokens_per_s']:,.0f}",
+            requests=f"{fl['requests_per_s']:,.2f}",
+            total=f"{fl['total_tokens_per_s']:,.0f}",
+        ),
+    ]
 
 
 def _decode_lines(r: dict) -> list[str]:

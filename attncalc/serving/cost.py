@@ -21,7 +21,7 @@ from __future__ import annotations
 from attncalc import texts
 from attncalc.errors import InputError
 from attncalc.inputs.model_config import GGUF_BYTES
-from attncalc.serving import estimate
+from attncalc.serving import estimate, throughput
 from attncalc.serving.fields import check_count
 from attncalc.serving.hardware import LINKS, Hardware, efficiency_of
 from attncalc.serving.kvcache import kv_cache, pick_dtype
@@ -69,6 +69,7 @@ def serving_cost(
     pp: int = 1,
     link=None,
     efficiency=None,
+    max_seqs: int = throughput.MAX_SEQS,
     source: str = "config.json",
 ) -> dict:
     """Every figure of serving `config` on `hardware` (× tp × pp GPUs), with the terms it is made of (JSON-ready)."""
@@ -94,6 +95,13 @@ def serving_cost(
     bounds, estimates = _steps(work, hardware, peak, eff, tp, pp, kv["kv"]["terms"]["layers"], comm_s)
     _parallel_notes(tp, pp, comm, link, notes)
     decodes = generate > 0  # --generate 0: no token is generated, so there is no time per output token
+    load = None
+    if decodes:
+        _check_count("--max-seqs", max_seqs, 1)
+        shape = _load_shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link)
+        hw = {"peak": peak, "bandwidth": hardware.bandwidth, "memory": hardware.memory}
+        load = {"static": throughput.static(shape, hw, eff, batch, estimates["prefill"]["seconds"])}
+        load["in_flight"] = throughput.at_load(shape, hw, eff, max_seqs) if hardware.memory else None
     notes += [texts.t(key) for key in NOTE_KEYS if decodes or key != "cost.last_step"]
     if not decodes:
         notes.append(texts.t("cost.no_decode"))
@@ -111,6 +119,7 @@ def serving_cost(
         "max_batch": max_batch,
         "gpus": _gpus(tp, pp, link, gpus),
         "moe": moe,
+        "throughput": load,
         "terms": {
             "parameters": params,
             "weights_dtype": weights["dtype"],
@@ -342,6 +351,33 @@ def _estimate_figures(estimates: dict, eff, batch: int, decodes: bool) -> dict:
         },
         "prefill": estimates["prefill"],
         "decode": estimates["decode"],
+    }
+
+
+def _load_shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link) -> dict:
+    """What the throughput model needs of this model on these GPUs (serving/throughput.py)."""
+    t = kv["kv"]["terms"]
+    share = gpus["kv_heads"] / t["kv_heads"] / pp
+    return {
+        "prompt": prompt,
+        "generate": generate,
+        "matmul": params["active_layer_matmul"],
+        "lm_head": params["lm_head_matmul"],
+        "decode_attention_per_key": 2 * t["query_heads"] * (t["decode_qk_dim"] + t["decode_v_dim"]) * t["layers"],
+        "prefill_attention": flops["attention"],
+        "weights_per_gpu": weights["bytes"] / (tp * pp),
+        "kv_token_per_gpu": kv["kv"]["per_token_bytes"] * share,
+        "experts": params["experts"],
+        "experts_per_token": params["experts_per_token"],
+        "moe_layers": params["moe_layers"],
+        "expert_bytes": round(params["expert_bytes_params"] * (weights["bits"] + weights["scale_bits"]) / 8),
+        "ways": tp * pp,
+        "tp": tp,
+        "pp": pp,
+        "stage_layers": gpus["layers"],
+        "d_model": t["d_model"],
+        "value_bytes": 4 if kv["compute_dtype"] == "fp32" else 2,
+        "link": link,
     }
 
 

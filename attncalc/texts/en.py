@@ -613,4 +613,10 @@ TEXTS = {
     "cost.line.params_dense": "parameters = dense layers × per dense layer + MoE layers × per MoE layer + once per model = {dense} × {per_dense:,} + {layers} × {per_layer:,} + {rest:,} = {total:,}",
     "cost.row.per_dense_layer": "= per dense layer",
     "cost.row.per_moe_layer": "= per MoE layer",
+    "cost.line.static": "static batch (read together, decoded together): tokens/s ≈ batch × generated / (TTFT + generated × TPOT at the mean length {mean}) = {batch} × {generate} / ({ttft} + {generate} × {step}) = {batch} × {generate} / {total} = {rate}",
+    "cost.line.in_flight_batch": "in-flight batching, steady state: batch = min(⌊(0.9 × memory − weights) / KV of a sequence half-way ({mean} tokens)⌋, max sequences) = min(⌊{room} / {per_sequence}⌋, {max_seqs}) = min({fits}, {max_seqs}) = {batch}",
+    "cost.line.in_flight_step": "each step of a micro-batch of {micro} (× {pp} in flight): {micro} decode tokens + {prompt_tokens} prompt tokens of arriving requests (chunked prefill) ≈ {step} ({bound}); output tokens/s ≈ {micro} / {step} = {rate} ({requests} requests/s, {total} tokens/s in and out)",
+    "cost.line.in_flight_none": "in-flight batching: the memory left after the weights does not hold one sequence",
+    "cost.line.fitted": "fitted from {source} = {measured}: η_{field} = {work} / ({rate} × ({measured} − request {request} − fixed {fixed} − communication {comm})) = {value} (default {before})",
+    "cost.line.measure_it": "measure the same on your machine (same lengths, batch, precision, parallelism; give the result back with --measured):",
 }
