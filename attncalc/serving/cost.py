@@ -100,7 +100,11 @@ def serving_cost(
         _check_count("--max-seqs", max_seqs, 1)
         shape = _load_shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link)
         hw = {"peak": peak, "bandwidth": hardware.bandwidth, "memory": hardware.memory}
-        load = {"static": throughput.static(shape, hw, eff, batch, estimates["prefill"]["seconds"])}
+        load = {
+            "static": throughput.static(
+                shape, hw, eff, batch, estimates["prefill"]["seconds"], bounds["prefill"]["seconds"]
+            )
+        }
         load["in_flight"] = throughput.at_load(shape, hw, eff, max_seqs) if hardware.memory else None
     notes += [texts.t(key) for key in NOTE_KEYS if decodes or key != "cost.last_step"]
     if not decodes:

@@ -47,8 +47,15 @@ def step_work(s: dict, decode: float, new_tokens: float, keys: float) -> tuple[f
     return flops / s["ways"], weights + decode * keys * s["kv_token_per_gpu"]
 
 
+IDEAL = None  # the roofline: full peaks, no fixed costs, no communication (`step_seconds(..., eff=IDEAL)`)
+
+
 def step_seconds(s: dict, hw: dict, eff, decode: float, new_tokens: float, keys: float) -> dict:
+    """A step's estimate at `eff`, or its roofline bound when `eff` is IDEAL."""
     flops, nbytes = step_work(s, decode, new_tokens, keys)
+    if eff is IDEAL:
+        seconds = max(flops / hw["peak"], nbytes / hw["bandwidth"])
+        return {"flops": flops, "bytes": nbytes, "seconds": seconds}
     comm = 0.0
     values = (decode + new_tokens) * s["d_model"]
     if s["tp"] > 1:
@@ -66,17 +73,20 @@ def step_seconds(s: dict, hw: dict, eff, decode: float, new_tokens: float, keys:
     )
 
 
-def static(s: dict, hw: dict, eff, batch: int, ttft_s: float) -> dict:
-    """A batch of `batch` sequences read together, then decoded together to the end."""
+def static(s: dict, hw: dict, eff, batch: int, ttft_s: float, ttft_bound_s: float) -> dict:
+    """A batch of `batch` sequences read together, then decoded together to the end; and its bound."""
     mean = s["prompt"] + s["generate"] / 2
     one = step_seconds(s, hw, eff, batch, 0, mean)
     total = ttft_s + s["generate"] * one["seconds"] * s["pp"]  # a stage step per stage, in turn
+    bound = ttft_bound_s + s["generate"] * step_seconds(s, hw, IDEAL, batch, 0, mean)["seconds"] * s["pp"]
     return {
         "batch": batch,
         "mean_tokens": mean,
         "step": one,
         "seconds": total,
         "tokens_per_s": batch * s["generate"] / total,
+        "bound_seconds": bound,
+        "bound_tokens_per_s": batch * s["generate"] / bound,
     }
 
 
@@ -90,7 +100,8 @@ def at_load(s: dict, hw: dict, eff, max_seqs: int) -> dict | None:
     if batch < 1:
         return None
     micro = batch / s["pp"]
-    one = step_seconds(s, hw, eff, micro, micro * s["prompt"] / s["generate"], mean)
+    new = micro * s["prompt"] / s["generate"]
+    one = step_seconds(s, hw, eff, micro, new, mean)
     rate = micro / one["seconds"]
     return {
         "memory_fraction": MEMORY_FRACTION,
@@ -106,4 +117,5 @@ def at_load(s: dict, hw: dict, eff, max_seqs: int) -> dict | None:
         "tokens_per_s": rate,
         "requests_per_s": rate / s["generate"],
         "total_tokens_per_s": rate * (s["prompt"] + s["generate"]) / s["generate"],
+        "bound_tokens_per_s": micro / step_seconds(s, hw, IDEAL, micro, new, mean)["seconds"],
     }
