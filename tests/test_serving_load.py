@@ -251,3 +251,9 @@ def test_the_matching_benchmark_commands(cli):
     ]
     out = cli("cost", path, *args.replace("-f json", "-f table").split())
     assert "measure the same on your machine" in out.stdout and "trtllm-bench" in out.stdout
+
+
+def test_engine_pages_beside_the_tensors():
+    """vLLM reserves 16-token pages: 2,049 tokens take ⌈2049 / 16⌉ × 16 = 2,064 tokens' pages, 15 × 131,072 B more."""
+    r = serving_cost(load("llama-3-8b.json"), prompt=2049, generate=0, hardware=preset("H100-SXM"))
+    assert any("⌈2049 / 16⌉ × 16 = 2064" in n and "1,966,080 B more" in n for n in r["notes"])

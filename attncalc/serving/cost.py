@@ -94,6 +94,7 @@ def serving_cost(
     }
     bounds, estimates = _steps(work, hardware, peak, eff, tp, pp, kv["kv"]["terms"]["layers"], comm_s)
     _parallel_notes(tp, pp, comm, link, notes)
+    notes.append(_engine_pages(kv["kv"], prompt + generate))
     decodes = generate > 0  # --generate 0: no token is generated, so there is no time per output token
     load = None
     if decodes:
@@ -356,6 +357,18 @@ def _estimate_figures(estimates: dict, eff, batch: int, decodes: bool) -> dict:
         "prefill": estimates["prefill"],
         "decode": estimates["decode"],
     }
+
+
+VLLM_BLOCK = 16  # vLLM's default block_size: the cache is allocated in pages of 16 tokens
+
+
+def _engine_pages(kv: dict, tokens: int) -> str:
+    """What vLLM reserves beside the tensors' bytes: whole 16-token pages per sequence (docs/cost.md, "Engine
+    allocation")."""
+    rounded = -(-tokens // VLLM_BLOCK) * VLLM_BLOCK
+    extra = (rounded - tokens) * kv["per_token_bytes"]
+    key = "cost.engine_pages_sliding" if kv["terms"]["sliding_layers"] else "cost.engine_pages"
+    return texts.t(key, tokens=tokens, block=VLLM_BLOCK, rounded=rounded, extra=extra)
 
 
 def _load_shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link) -> dict:

@@ -619,4 +619,6 @@ TEXTS = {
     "cost.line.in_flight_none": "in-flight batching: the memory left after the weights does not hold one sequence",
     "cost.line.fitted": "fitted from {source} = {measured}: η_{field} = {work} / ({rate} × ({measured} − request {request} − fixed {fixed} − communication {comm})) = {value} (default {before})",
     "cost.line.measure_it": "measure the same on your machine (same lengths, batch, precision, parallelism; give the result back with --measured):",
+    "cost.engine_pages": "engine allocation: vLLM reserves the cache in whole pages of {block} tokens, so a sequence of {tokens} tokens takes ⌈{tokens} / {block}⌉ × {block} = {rounded} tokens' pages, {extra:,} B more than the tensors hold",
+    "cost.engine_pages_sliding": "engine allocation: vLLM reserves the cache in whole pages of {block} tokens, so a sequence of {tokens} tokens takes ⌈{tokens} / {block}⌉ × {block} = {rounded} tokens' pages ({extra:,} B more on full-size layers), and a hybrid model's sliding-window layers get pages of the full layers' size, so the window saves less there than this figure says",
 }

@@ -619,4 +619,6 @@ TEXTS = {
     "cost.line.in_flight_none": "连续批处理：放下权重后剩余的显存连一条序列的 KV 也放不下",
     "cost.line.fitted": "由 {source} = {measured} 拟合：η_{field} = {work} / ({rate} × ({measured} − 请求开销 {request} − 固定开销 {fixed} − 通信 {comm})) = {value}（默认 {before}）",
     "cost.line.measure_it": "在你的机器上测同一个量（相同的长度、批大小、精度和并行方式；用 --measured 把结果交回来）：",
+    "cost.engine_pages": "引擎的分配：vLLM 以每页 {block} 个词元整页分配缓存，所以 {tokens} 个词元的序列占 ⌈{tokens} / {block}⌉ × {block} = {rounded} 个词元的页，比张量本身多 {extra:,} B",
+    "cost.engine_pages_sliding": "引擎的分配：vLLM 以每页 {block} 个词元整页分配缓存，所以 {tokens} 个词元的序列占 ⌈{tokens} / {block}⌉ × {block} = {rounded} 个词元的页（在完整层上多 {extra:,} B）；混合模型的滑动窗口层拿到与完整层同样大小的页，所以窗口在那里省下的显存比这里的数字少",
 }
