@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from attncalc import texts
-from attncalc.render.sizing import Report, model_label
-from attncalc.serving.fields import human
+from attncalc.render.sizing import Report, human, model_label
 
 
 def per_second(value: float) -> str:

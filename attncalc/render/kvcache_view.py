@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from attncalc import texts
-from attncalc.render.sizing import Report, model_label
-from attncalc.serving.fields import human
+from attncalc.render.sizing import Report, human, model_label
 
 SYMBOLIC = "bytes = 2 × layers × kv_heads × head_dim × tokens × batch × bytes_per_value"
 SYMBOLIC_MLA = "bytes = layers × (kv_lora_rank + qk_rope_head_dim) × tokens × batch × bytes_per_value"

@@ -17,11 +17,11 @@ from dataclasses import replace
 
 from attncalc.errors import InputError
 from attncalc.serving.cost import serving_cost
+from attncalc.serving.estimate import duration
 from attncalc.serving.hardware import efficiency_of
 
 KEYS = ("tpot", "ttft", "ttft_engine")
 EXPECTED = "tpot=T, ttft=T (as a client measures it) or ttft_engine=T, each once; times such as 7ms, 19ms or 1.2s"
-UNITS = (("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("s", 1.0))
 
 
 def parse_measured(text: str) -> dict:
@@ -44,15 +44,8 @@ def parse_measured(text: str) -> dict:
 
 
 def _seconds(text: str) -> float | None:
-    text = text.strip().lower()
-    for unit, scale in UNITS:
-        if text.endswith(unit):
-            try:
-                value = float(text[: -len(unit)]) * scale
-            except ValueError:
-                return None
-            return value if 0 < value < 1e6 else None
-    return None
+    value = duration(text, below=1e6)
+    return value if value else None  # a measured time is more than 0
 
 
 def solve(step: dict, seconds: float, peak: float, bandwidth: float) -> dict:

@@ -73,7 +73,7 @@ def serving_cost(
     source: str = "config.json",
 ) -> dict:
     """Every figure of serving `config` on `hardware` (× tp × pp GPUs), with the terms it is made of (JSON-ready)."""
-    _check_options(prompt, generate, batch, tp, pp, group_size)
+    _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs)
     params = parameter_terms(config, source)
     kv = _kv_terms(config, prompt, generate, batch, dtype, kv_dtype, source)
     notes = list(kv["kv"]["notes"])
@@ -85,31 +85,19 @@ def serving_cost(
     gpus = _per_gpu(kv, weights["bytes"], tp, pp)
     link = _link(hardware, link, tp, pp)
     comm, comm_s = _communication(kv, prompt, batch, tp, pp, link)
-    eff = efficiency or efficiency_of(hardware)
-    if efficiency is None and hardware.kind not in ("datacenter",):
-        notes.append(texts.t("cost.efficiency_borrowed", name=hardware.name))
+    eff = _efficiency(hardware, efficiency, notes)
     work = {
         "prefill": (flops["prefill"], weights["bytes"] + kv["prompt_bytes"]),
         "decode": (flops["decode"], decode_weights + kv["kv"]["bytes"]),
     }
     bounds, estimates = _steps(work, hardware, peak, eff, tp, pp, kv["kv"]["terms"]["layers"], comm_s)
     _parallel_notes(tp, pp, comm, link, notes)
-    notes.append(_engine_pages(kv["kv"], prompt + generate))
     decodes = generate > 0  # --generate 0: no token is generated, so there is no time per output token
     load = None
     if decodes:
-        _check_count("--max-seqs", max_seqs, 1)
         shape = _load_shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link)
-        hw = {"peak": peak, "bandwidth": hardware.bandwidth, "memory": hardware.memory}
-        load = {
-            "static": throughput.static(
-                shape, hw, eff, batch, estimates["prefill"]["seconds"], bounds["prefill"]["seconds"]
-            )
-        }
-        load["in_flight"] = throughput.at_load(shape, hw, eff, max_seqs) if hardware.memory else None
-    notes += [texts.t(key) for key in NOTE_KEYS if decodes or key != "cost.last_step"]
-    if not decodes:
-        notes.append(texts.t("cost.no_decode"))
+        load = _throughput(shape, hardware, peak, eff, batch, max_seqs, bounds, estimates)
+    _closing_notes(kv["kv"], prompt + generate, decodes, notes)
     fits, max_batch = _memory(hardware, gpus, notes)
     return {
         "params": params["total"],
@@ -135,15 +123,11 @@ def serving_cost(
             "kv": kv["kv"],
             "kv_prompt_bytes": kv["prompt_bytes"],
             "kv_bytes_per_sequence": kv["sequence_bytes"],
-            "prompt": prompt,
-            "generate": generate,
-            "batch": batch,
+            **{"prompt": prompt, "generate": generate, "batch": batch},
             "attention_pairs_prompt": flops["pairs"],
             "attention_flops_prompt": batch * flops["attention"],
             "keys_seen_last_step": flops["cached"],
-            "prefill": bounds["prefill"],
-            "decode": bounds["decode"],
-            "communication": comm,
+            **{"prefill": bounds["prefill"], "decode": bounds["decode"], "communication": comm},
             "hardware": _hardware_terms(hardware, peak, link),
         },
         "notes": notes,
@@ -153,12 +137,37 @@ def serving_cost(
 NOTE_KEYS = ("cost.causal", "cost.lm_head_once", "cost.last_step", "cost.lower_bounds", "cost.estimates")
 
 
-def _check_options(prompt, generate, batch, tp, pp, group_size) -> None:
+def _efficiency(hardware: Hardware, efficiency, notes: list):
+    """--efficiency, else the hardware class's defaults (a part without its own says it borrows them)."""
+    if efficiency is None and hardware.kind not in ("datacenter",):
+        notes.append(texts.t("cost.efficiency_borrowed", name=hardware.name))
+    return efficiency or efficiency_of(hardware)
+
+
+def _closing_notes(kv: dict, tokens: int, decodes: bool, notes: list) -> None:
+    notes.append(_engine_pages(kv, tokens))
+    notes += [texts.t(key) for key in NOTE_KEYS if decodes or key != "cost.last_step"]
+    if not decodes:
+        notes.append(texts.t("cost.no_decode"))
+
+
+def _throughput(shape, hardware: Hardware, peak: float, eff, batch: int, max_seqs: int, bounds, estimates) -> dict:
+    """A static batch of --batch, and in-flight batching at load (None without a memory figure)."""
+    hw = {"peak": peak, "bandwidth": hardware.bandwidth, "memory": hardware.memory}
+    ttft, ttft_bound = estimates["prefill"]["seconds"], bounds["prefill"]["seconds"]
+    return {
+        "static": throughput.static(shape, hw, eff, batch, ttft, ttft_bound),
+        "in_flight": throughput.at_load(shape, hw, eff, max_seqs) if hardware.memory else None,
+    }
+
+
+def _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs) -> None:
     _check_count("--prompt", prompt, 1)
     _check_count("--generate", generate, 0)
     _check_count("--batch", batch, 1)
     estimate.check_ways("--tp", tp)
     estimate.check_ways("--pp", pp)
+    _check_count("--max-seqs", max_seqs, 1)
     if group_size is not None:
         _check_count("--group-size", group_size, 1)
 

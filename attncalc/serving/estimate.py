@@ -126,7 +126,7 @@ def parse_efficiency(text: str, default) -> object:
             raise InputError("--efficiency", expected, repr(part))
         if key in fields:
             raise InputError(f"--efficiency {key}", "each field once", f"{key} given twice")
-        number = _fraction(value) if key in ("memory", "compute") else _duration(value)
+        number = _fraction(value) if key in ("memory", "compute") else duration(value)
         if number is None:
             raise InputError(f"--efficiency {key}", expected, repr(value.strip()))
         fields[key] = number
@@ -144,7 +144,8 @@ def _fraction(text: str) -> float | None:
 UNITS = (("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("ns", 1e-9), ("s", 1.0))
 
 
-def _duration(text: str) -> float | None:
+def duration(text: str, below: float = 1.0) -> float | None:
+    """'15us', '0.5ms', '1.2s' → seconds, if in [0, below); else None."""
     text = text.strip().lower()
     for unit, scale in UNITS:
         if text.endswith(unit):
@@ -152,5 +153,5 @@ def _duration(text: str) -> float | None:
                 value = float(text[: -len(unit)]) * scale
             except ValueError:
                 return None
-            return value if 0 <= value < 1 else None
+            return value if 0 <= value < below else None
     return None

@@ -8,6 +8,7 @@ to float") and a time comes out as inf. Pure: no I/O.
 from __future__ import annotations
 
 from attncalc.errors import InputError, describe
+from attncalc.render.sizing import human  # noqa: F401 (re-exported: binary units are drawing, render's)
 
 MAX_COUNT = 2**53
 
@@ -34,13 +35,3 @@ def get_int(cfg: dict, keys: tuple, at: str, minimum: int = 1, required: bool = 
         alts = " or ".join(keys)
         raise InputError(at + keys[0], f"an integer >= {minimum} (key {alts})", "no such key")
     return keys[0], None
-
-
-def human(n: int) -> str:
-    """Binary units: 1073741824 -> '1.00 GiB'; under 1 KiB -> '512 B'."""
-    if n < 1024:
-        return f"{n} B"
-    value, units = n / 1024, ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-    while value >= 1024 and len(units) > 1:
-        value, units = value / 1024, units[1:]
-    return f"{value:.2f} {units[0]}"
