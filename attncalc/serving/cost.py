@@ -95,8 +95,8 @@ def serving_cost(
     decodes = generate > 0  # --generate 0: no token is generated, so there is no time per output token
     load = None
     if decodes:
-        shape = _load_shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link)
-        load = _throughput(shape, hardware, peak, eff, batch, max_seqs, bounds, estimates)
+        shape = throughput.shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link)
+        load = throughput.figures(shape, hardware, peak, eff, batch, max_seqs, bounds, estimates)
     _closing_notes(kv["kv"], prompt + generate, decodes, notes)
     fits, max_batch = _memory(hardware, gpus, notes)
     return {
@@ -149,16 +149,6 @@ def _closing_notes(kv: dict, tokens: int, decodes: bool, notes: list) -> None:
     notes += [texts.t(key) for key in NOTE_KEYS if decodes or key != "cost.last_step"]
     if not decodes:
         notes.append(texts.t("cost.no_decode"))
-
-
-def _throughput(shape, hardware: Hardware, peak: float, eff, batch: int, max_seqs: int, bounds, estimates) -> dict:
-    """A static batch of --batch, and in-flight batching at load (None without a memory figure)."""
-    hw = {"peak": peak, "bandwidth": hardware.bandwidth, "memory": hardware.memory}
-    ttft, ttft_bound = estimates["prefill"]["seconds"], bounds["prefill"]["seconds"]
-    return {
-        "static": throughput.static(shape, hw, eff, batch, ttft, ttft_bound),
-        "in_flight": throughput.at_load(shape, hw, eff, max_seqs) if hardware.memory else None,
-    }
 
 
 def _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs) -> None:
@@ -378,33 +368,6 @@ def _engine_pages(kv: dict, tokens: int) -> str:
     extra = (rounded - tokens) * kv["per_token_bytes"]
     key = "cost.engine_pages_sliding" if kv["terms"]["sliding_layers"] else "cost.engine_pages"
     return texts.t(key, tokens=tokens, block=VLLM_BLOCK, rounded=rounded, extra=extra)
-
-
-def _load_shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link) -> dict:
-    """What the throughput model needs of this model on these GPUs (serving/throughput.py)."""
-    t = kv["kv"]["terms"]
-    share = gpus["kv_heads"] / t["kv_heads"] / pp
-    return {
-        "prompt": prompt,
-        "generate": generate,
-        "matmul": params["active_layer_matmul"],
-        "lm_head": params["lm_head_matmul"],
-        "decode_attention_per_key": 2 * t["query_heads"] * (t["decode_qk_dim"] + t["decode_v_dim"]) * t["layers"],
-        "prefill_attention": flops["attention"],
-        "weights_per_gpu": weights["bytes"] / (tp * pp),
-        "kv_token_per_gpu": kv["kv"]["per_token_bytes"] * share,
-        "experts": params["experts"],
-        "experts_per_token": params["experts_per_token"],
-        "moe_layers": params["moe_layers"],
-        "expert_bytes": round(params["expert_bytes_params"] * (weights["bits"] + weights["scale_bits"]) / 8),
-        "ways": tp * pp,
-        "tp": tp,
-        "pp": pp,
-        "stage_layers": gpus["layers"],
-        "d_model": t["d_model"],
-        "value_bytes": 4 if kv["compute_dtype"] == "fp32" else 2,
-        "link": link,
-    }
 
 
 def _gpus(tp: int, pp: int, link, per_gpu: dict) -> dict:

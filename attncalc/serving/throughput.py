@@ -119,3 +119,40 @@ def at_load(s: dict, hw: dict, eff, max_seqs: int) -> dict | None:
         "total_tokens_per_s": rate * (s["prompt"] + s["generate"]) / s["generate"],
         "bound_tokens_per_s": micro / step_seconds(s, hw, IDEAL, micro, new, mean)["seconds"],
     }
+
+
+def shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link) -> dict:
+    """What the throughput model needs of this model on these GPUs, from `serving_cost`'s terms."""
+    t = kv["kv"]["terms"]
+    share = gpus["kv_heads"] / t["kv_heads"] / pp
+    return {
+        "prompt": prompt,
+        "generate": generate,
+        "matmul": params["active_layer_matmul"],
+        "lm_head": params["lm_head_matmul"],
+        "decode_attention_per_key": 2 * t["query_heads"] * (t["decode_qk_dim"] + t["decode_v_dim"]) * t["layers"],
+        "prefill_attention": flops["attention"],
+        "weights_per_gpu": weights["bytes"] / (tp * pp),
+        "kv_token_per_gpu": kv["kv"]["per_token_bytes"] * share,
+        "experts": params["experts"],
+        "experts_per_token": params["experts_per_token"],
+        "moe_layers": params["moe_layers"],
+        "expert_bytes": round(params["expert_bytes_params"] * (weights["bits"] + weights["scale_bits"]) / 8),
+        "ways": tp * pp,
+        "tp": tp,
+        "pp": pp,
+        "stage_layers": gpus["layers"],
+        "d_model": t["d_model"],
+        "value_bytes": 4 if kv["compute_dtype"] == "fp32" else 2,
+        "link": link,
+    }
+
+
+def figures(shape, hardware, peak: float, eff, batch: int, max_seqs: int, bounds, estimates) -> dict:
+    """A static batch of --batch, and in-flight batching at load (None without a memory figure)."""
+    hw = {"peak": peak, "bandwidth": hardware.bandwidth, "memory": hardware.memory}
+    ttft, ttft_bound = estimates["prefill"]["seconds"], bounds["prefill"]["seconds"]
+    return {
+        "static": static(shape, hw, eff, batch, ttft, ttft_bound),
+        "in_flight": at_load(shape, hw, eff, max_seqs) if hardware.memory else None,
+    }
