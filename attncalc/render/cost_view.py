@@ -227,7 +227,7 @@ def _throughput_lines(r: dict) -> list[str]:
             generate=t["generate"],
             ttft=duration(r["estimate"]["ttft_s"]),
             mean=f"{st['mean_tokens']:g}",
-            step=duration(st["step"]["seconds"]),
+            step=duration(st["step"]["seconds"] * r["gpus"]["pp"]),  # a token passes every stage in turn
             total=duration(st["seconds"]),
             rate=f"{st['tokens_per_s']:,.1f}",
         )
