@@ -72,6 +72,8 @@ def _held_out():
         ),
         ("70B-H200", "llama-3-70b.json", "H200", 1, (3803, 4336, 2872, 3666, 2909, 2994, 442, 2003, 566, 283)),
         ("70B-H100", "llama-3-70b.json", "H100-SXM", 2, (6378, 6651, 4199, 5222, 4205, 4146, 762, 3082, 898, 437)),
+        ("405B-H200", "llama-3.1-405b.json", "H200", 8, (3814, 5348, 4741, 4724, 3330, 3722, 456, 2948, 650, 505)),
+        ("405B-H100", "llama-3.1-405b.json", "H100-SXM", 8, (3627, 4340, 3116, 3994, 2919, 2895, 453, 2296, 610, 345)),
     ]
     for name, model, gpu, tp, measured in inflight:
         for (prompt, generate), value in zip(lengths, measured):
@@ -79,9 +81,11 @@ def _held_out():
             rows.append((f"T10-{name}-{prompt}-{generate}", "in-flight tok/s", model, gpu, kw, value, T10))
     # Oracle Cloud, vLLM on 8 × MI300X, Llama 3.1 405B FP8: benchmark_latency.py (static) and benchmark_throughput.py
     oci = dict(tp=8, dtype="fp8", weights_dtype="fp8")
+    for batch, seconds in ((1, 3.530), (2, 3.583), (4, 3.734), (8, 3.974), (16, 4.375), (32, 5.130), (64, 6.919),
+                           (128, 10.340), (256, 17.750)):  # fmt: skip
+        kw = dict(prompt=128, generate=128, batch=batch, **oci)
+        rows.append((f"OCI-405B-b{batch}", "static s", "llama-3.1-405b.json", "MI300X", kw, seconds, OCI))
     rows += [
-        ("OCI-405B-b1", "static s", "llama-3.1-405b.json", "MI300X", dict(prompt=128, generate=128, **oci), 3.530, OCI),
-        ("OCI-405B-b256", "static s", "llama-3.1-405b.json", "MI300X", dict(prompt=128, generate=128, batch=256, **oci), 17.750, OCI),
         ("OCI-405B-128-128", "in-flight tok/s", "llama-3.1-405b.json", "MI300X", dict(prompt=128, generate=128, **oci), 1993, OCI),
         ("OCI-405B-128-2048", "in-flight tok/s", "llama-3.1-405b.json", "MI300X", dict(prompt=128, generate=2048, **oci), 2794, OCI),
     ]  # fmt: skip
