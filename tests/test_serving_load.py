@@ -257,3 +257,28 @@ def test_engine_pages_beside_the_tensors():
     """vLLM reserves 16-token pages: 2,049 tokens take ⌈2049 / 16⌉ × 16 = 2,064 tokens' pages, 15 × 131,072 B more."""
     r = serving_cost(load("llama-3-8b.json"), prompt=2049, generate=0, hardware=preset("H100-SXM"))
     assert any("⌈2049 / 16⌉ × 16 = 2064" in n and "1,966,080 B more" in n for n in r["notes"])
+
+
+def test_measured_from_a_vllm_bench_serve_result_file(cli, tmp_path):
+    """`vllm bench serve --save-result` writes median_tpot_ms and median_ttft_ms (a client's): read them back."""
+    import json
+    from dataclasses import replace
+
+    from conftest import doc
+
+    from attncalc.serving.hardware import EFFICIENCY
+
+    truth = replace(EFFICIENCY["datacenter"], memory=0.65, compute=0.55)
+    made = serving_cost(
+        load("llama-3-8b.json"), efficiency=truth, prompt=2048, generate=128, hardware=preset("H100-SXM")
+    )
+    result = tmp_path / "serve.json"
+    est = made["estimate"]
+    result.write_text(json.dumps({"median_tpot_ms": est["tpot_s"] * 1e3, "median_ttft_ms": est["ttft_client_s"] * 1e3}))
+    path = os.path.join(CONFIGS, "llama-3-8b.json")
+    args = ("cost", path, "--prompt", "2048", "--generate", "128", "--gpu", "H100-SXM", "-f", "json")
+    fitted = doc(cli(*args, "--measured", str(result)))["estimate"]["efficiency"]
+    assert fitted["memory"] == pytest.approx(0.65, rel=1e-9) and fitted["compute"] == pytest.approx(0.55, rel=1e-9)
+    result.write_text(json.dumps({"median_tpot_ms": "7"}))
+    out = cli(*args, "--measured", str(result))
+    assert out.exit_code == 2 and "median_tpot_ms: expected a positive number of milliseconds" in out.stderr

@@ -85,8 +85,8 @@ Measured = Annotated[
     Optional[str],
     typer.Option(
         "--measured",
-        help="Your own measurement, e.g. tpot=7ms,ttft=19ms (ttft_engine= for an engine-side TTFT): "
-        "fits the efficiencies and says what they came out as.",
+        help="Your own measurement, e.g. tpot=7ms,ttft=19ms (ttft_engine= for an engine-side TTFT), or the "
+        "JSON of vllm bench serve --save-result: fits the efficiencies and says what they came out as.",
         rich_help_panel=PARALLEL,
         show_default=False,
     ),
@@ -139,6 +139,17 @@ def pick_link(text):
     return hardware.Link(f"--link {text}", bandwidth, hardware.LINKS["PCIe4"].latency)
 
 
+def _measured_times(text: str) -> dict:
+    """--measured: `tpot=7ms,ttft=19ms`, or the JSON file `vllm bench serve --save-result` wrote."""
+    from attncalc.serving.calibrate import from_bench_json, parse_measured
+
+    if text.strip().endswith(".json"):
+        from attncalc.inputs.files import read_json
+
+        return from_bench_json(read_json(text.strip(), "document"), text.strip())
+    return parse_measured(text)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("cost")
     def cost(
@@ -173,7 +184,7 @@ def register(app: typer.Typer) -> None:
             from attncalc.render import cost_view, latex, sizing
             from attncalc.render.formats import resolve as resolve_format
             from attncalc.serving.bench_command import commands
-            from attncalc.serving.calibrate import calibrated, parse_measured
+            from attncalc.serving.calibrate import calibrated
             from attncalc.serving.cost import serving_cost
             from attncalc.serving.estimate import parse_efficiency
             from attncalc.serving.hardware import efficiency_of
@@ -183,7 +194,7 @@ def register(app: typer.Typer) -> None:
             cfg = read_model_config(config)
             run_cost = serving_cost
             if measured is not None:
-                times = parse_measured(measured)
+                times = _measured_times(measured)
 
                 def run_cost(cfg, **options):
                     return calibrated(cfg, times, **options)

@@ -43,6 +43,26 @@ def parse_measured(text: str) -> dict:
     return found
 
 
+BENCH_KEYS = (("tpot", "median_tpot_ms"), ("ttft", "median_ttft_ms"))  # `vllm bench serve --save-result`'s JSON
+
+
+def from_bench_json(data, path: str) -> dict:
+    """The median TPOT and TTFT of a `vllm bench serve --save-result` file (a client's TTFT, in ms)."""
+    if not isinstance(data, dict):
+        raise InputError(path, "the JSON object `vllm bench serve --save-result` writes", type(data).__name__)
+    found = {}
+    for key, field in BENCH_KEYS:
+        value = data.get(field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
+            raise InputError(f"{path}: {field}", "a positive number of milliseconds", repr(value))
+        found[key] = value / 1e3
+    if not found:
+        raise InputError(path, "median_tpot_ms or median_ttft_ms (vllm bench serve --save-result)", "neither")
+    return found
+
+
 def _seconds(text: str) -> float | None:
     value = duration(text, below=1e6)
     return value if value else None  # a measured time is more than 0
