@@ -241,6 +241,6 @@ def test_quantities_and_presets():
             quantity("--memory", bad)
         assert info.value.where == "--memory"
     assert preset("h100_sxm") is PRESETS["H100-SXM"] and preset("rtx4090") is PRESETS["RTX-4090"]
-    assert preset("B200") is None
+    assert preset("B300") is None
     # dense = half of the "with sparsity" figures on the sheets
     assert PRESETS["H100-SXM"].flops["bf16"] == 989e12 and PRESETS["A100-80GB"].bandwidth == 2.039e12

@@ -196,3 +196,88 @@ def test_a_real_gguf_file_parameters_equal_its_tensors(cli):
     assert d["terms"]["weights_dtype"] == "GGUF"
     fp16 = doc(cli("cost", path, *"--prompt 8 --generate 8 --gpu M2-Ultra --weights-dtype fp16 -f json".split()))
     assert fp16["weights_bytes"] == 134_515_008 * 2
+
+
+# ---- issue 36: what the second adversary's cost inputs still let through, one test per cause ----
+
+
+def _config_with(tmp_path, name, **changes):
+    with open(os.path.join(CONFIGS, name), encoding="utf-8") as f:
+        config = json.load(f)
+    config.update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "name, field",
+    [
+        ("llama-3-8b.json", "hidden_size"),
+        ("llama-3-8b.json", "num_hidden_layers"),
+        ("gpt2.json", "n_embd"),
+        ("mixtral-8x7b.json", "hidden_size"),
+    ],
+)
+def test_counts_past_float_range_are_refused(cli, tmp_path, name, field):
+    """A whole number of 200 or 300 digits became inf or OverflowError; a count is at most 2^53 now."""
+    path = _config_with(tmp_path, name, **{field: 10 ** (200 if field == "hidden_size" else 300)})
+    out = cli("cost", path, *RUN, "--gpu", "H100-SXM", "-f", "json")
+    assert out.exit_code == 2, out.stdout
+    assert f"{field}: expected an integer <= 2^53" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("value", ["5632", [5632], -1, 5632.5, True])
+def test_shared_expert_width_must_be_a_count(cli, tmp_path, value):
+    path = _config_with(tmp_path, "qwen1.5-moe-a2.7b.json", shared_expert_intermediate_size=value)
+    out = cli("cost", path, *RUN, "--gpu", "H100-SXM")
+    assert out.exit_code == 2, out.stdout
+    assert out.stderr.startswith(f"attncalc: error: {path}: shared_expert_intermediate_size: expected an integer >= 0")
+
+
+def test_a_bandwidth_or_flops_below_one_per_second_is_refused(cli):
+    """5e-324 B/s made every time inf: JSON refused to write it, the table printed '/ 0e9 = inf s'."""
+    for fmt in ("json", "table"):
+        out = cli("cost", LLAMA, *RUN, "--bandwidth", "5e-324", "--flops", "5e-324", "-f", fmt)
+        assert out.exit_code == 2 and out.stderr.startswith("attncalc: error: --bandwidth: expected a number >= 1")
+
+
+def test_gpt2_with_its_own_lm_head_is_costed_untied(cli, tmp_path):
+    tied = doc(cli("cost", os.path.join(CONFIGS, "gpt2.json"), *RUN, "--gpu", "H100-SXM", "-f", "json"))
+    path = _config_with(tmp_path, "gpt2.json", tie_word_embeddings=False)
+    untied = doc(cli("cost", path, *RUN, "--gpu", "H100-SXM", "-f", "json"))
+    assert untied["params"] - tied["params"] == 50257 * 768  # lm_head: vocab × n_embd of its own
+    out = cli("cost", _config_with(tmp_path, "gpt2.json", tie_word_embeddings="no"), *RUN, "--gpu", "H100-SXM")
+    assert out.exit_code == 2 and "tie_word_embeddings: expected true or false" in out.stderr
+
+
+def test_a_link_for_one_gpu_is_refused(cli):
+    out = cli("cost", LLAMA, *RUN, "--gpu", "H100-SXM", "--link", "NVLink4")
+    assert out.exit_code == 2 and out.stderr.startswith("attncalc: error: --link: expected --tp or --pp above 1")
+
+
+def test_an_efficiency_field_given_twice_is_refused(cli):
+    out = cli("cost", LLAMA, *RUN, "--gpu", "H100-SXM", "--efficiency", "memory=0.5,memory=0.9")
+    assert out.exit_code == 2 and "--efficiency memory: expected each field once" in out.stderr
+
+
+def test_group_scales_only_for_quantised_weights(cli):
+    out = cli("cost", LLAMA, *RUN, "--gpu", "H100-SXM", "--group-size", "128")
+    assert out.exit_code == 2 and out.stderr.startswith("attncalc: error: --group-size: expected quantised weights")
+    assert doc(
+        cli("cost", LLAMA, *RUN, "--gpu", "H100-SXM", "--weights-dtype", "int4", "--group-size", "128", "-f", "json")
+    )
+
+
+@pytest.mark.parametrize("pp", ["33", str(10**12)])
+def test_more_pipeline_stages_than_layers_are_refused(cli, pp):
+    out = cli("cost", LLAMA, *RUN, "--gpu", "H100-SXM", "--pp", pp)
+    assert out.exit_code == 2 and out.stderr.startswith("attncalc: error: --pp: expected at most the 32 layers")
+
+
+def test_generate_0_reports_no_time_per_output_token(cli):
+    d = doc(cli("cost", LLAMA, "--prompt", "2048", "--generate", "0", "--gpu", "H100-SXM", "-f", "json"))
+    assert d["tpot_s"] is None and d["tokens_per_s"] is None and d["estimate"]["tpot_s"] is None
+    assert d["ttft_s"] > 0 and any("--generate 0" in n for n in d["notes"])
+    out = cli("cost", LLAMA, "--prompt", "2048", "--generate", "0", "--gpu", "H100-SXM", "-f", "table")
+    assert out.exit_code == 0 and "TPOT" not in out.stdout and "TTFT ≥" in out.stdout

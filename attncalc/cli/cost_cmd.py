@@ -6,15 +6,17 @@ memory. The figures come from `attncalc.serving.cost`, the report from `attncalc
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Optional
 
 import typer
 
 from attncalc.cli import options as o
 from attncalc.cli.kvcache_cmd import Batch, Config, Dtype, check_sizing_options
+from attncalc.serving.hardware import PRESETS
 
 HARDWARE = "Hardware"
-GPUS = "A100-40GB, A100-80GB, H100-SXM, H100-PCIe, H200, L4, L40S, RTX-4090, M2-Ultra, M3-Max"
+GPUS = ", ".join(PRESETS)
 Prompt = Annotated[int, typer.Option("--prompt", help="Prompt tokens per sequence (prefill).", show_default=False)]
 Generate = Annotated[
     int, typer.Option("--generate", help="Tokens generated per sequence (decode).", show_default=False)
@@ -56,7 +58,7 @@ LinkOpt = Annotated[
     Optional[str],
     typer.Option(
         "--link",
-        help="GPU-to-GPU link: NVLink3, NVLink4, PCIe4, PCIe5, or a bandwidth per direction such as 450G "
+        help="GPU-to-GPU link: NVLink3, NVLink4, NVLink5, xGMI, PCIe4, PCIe5, or a bandwidth per direction such as 450G "
         "(default: the preset's).",
         rich_help_panel=PARALLEL,
         show_default=False,
@@ -67,6 +69,24 @@ EfficiencyOpt = Annotated[
     typer.Option(
         "--efficiency",
         help="The estimate's achieved fractions and fixed costs, e.g. memory=0.8,compute=0.6,layer=15us,step=0.5ms.",
+        rich_help_panel=PARALLEL,
+        show_default=False,
+    ),
+]
+MaxSeqs = Annotated[
+    int,
+    typer.Option(
+        "--max-seqs",
+        help="In-flight batching: at most this many sequences at once (vLLM's max_num_seqs).",
+        rich_help_panel=PARALLEL,
+    ),
+]
+Measured = Annotated[
+    Optional[str],
+    typer.Option(
+        "--measured",
+        help="Your own measurement, e.g. tpot=7ms,ttft=19ms (ttft_engine= for an engine-side TTFT), or the "
+        "JSON of vllm bench serve --save-result: fits the efficiencies and says what they came out as.",
         rich_help_panel=PARALLEL,
         show_default=False,
     ),
@@ -119,6 +139,17 @@ def pick_link(text):
     return hardware.Link(f"--link {text}", bandwidth, hardware.LINKS["PCIe4"].latency)
 
 
+def _measured_times(text: str) -> dict:
+    """--measured: `tpot=7ms,ttft=19ms`, or the JSON file `vllm bench serve --save-result` wrote."""
+    from attncalc.serving.calibrate import from_bench_json, parse_measured
+
+    if text.strip().endswith(".json"):
+        from attncalc.inputs.files import read_json
+
+        return from_bench_json(read_json(text.strip(), "document"), text.strip())
+    return parse_measured(text)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("cost")
     def cost(
@@ -134,6 +165,8 @@ def register(app: typer.Typer) -> None:
         pp: Pp = 1,
         link: LinkOpt = None,
         efficiency: EfficiencyOpt = None,
+        max_seqs: MaxSeqs = 256,
+        measured: Measured = None,
         gpu: Gpu = None,
         bandwidth: Bandwidth = None,
         flops: Flops = None,
@@ -150,6 +183,8 @@ def register(app: typer.Typer) -> None:
             from attncalc.inputs.model_config import read_model_config
             from attncalc.render import cost_view, latex, sizing
             from attncalc.render.formats import resolve as resolve_format
+            from attncalc.serving.bench_command import commands
+            from attncalc.serving.calibrate import calibrated
             from attncalc.serving.cost import serving_cost
             from attncalc.serving.estimate import parse_efficiency
             from attncalc.serving.hardware import efficiency_of
@@ -157,7 +192,14 @@ def register(app: typer.Typer) -> None:
             chosen = pick_hardware(gpu, bandwidth, flops, memory)
             eff = parse_efficiency(efficiency, efficiency_of(chosen)) if efficiency is not None else None
             cfg = read_model_config(config)
-            r = serving_cost(
+            run_cost = serving_cost
+            if measured is not None:
+                times = _measured_times(measured)
+
+                def run_cost(cfg, **options):
+                    return calibrated(cfg, times, **options)
+
+            r = run_cost(
                 cfg,
                 prompt=prompt,
                 generate=generate,
@@ -171,8 +213,10 @@ def register(app: typer.Typer) -> None:
                 pp=pp,
                 link=pick_link(link),
                 efficiency=eff,
+                max_seqs=max_seqs,
                 source=config,
             )
+            r["benchmarks"] = commands(os.path.dirname(config) if config.endswith(".json") else config, r)
             with latex.standalone(standalone):
                 sizing.emit(cost_view.report(r, cfg, config), r, resolve_format(fmt))
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 
-from attncalc.errors import MODELS_EXTRA, InputError, describe
+from attncalc.errors import InputError, describe
+from attncalc.inputs.checkpoints.gguf_format import GGUF_INSTALL, GGUFHeader  # noqa: F401 (GGUF_INSTALL re-exported)
 
-GGUF_INSTALL = MODELS_EXTRA + " (the gguf package)"
 GGUF_KEYS = {  # GGUF key (after "{arch}.") -> config.json key; kvcache, cost and checkpoints all read it
     "block_count": "num_hidden_layers",
     "embedding_length": "hidden_size",
@@ -83,8 +83,6 @@ def _scalar(meta: dict, arch: str, key: str, where: str):
 def gguf_header(path: str):
     """The checked header of a GGUF file (inputs/checkpoints/gguf_format.py): a device or a FIFO is named as
     one before the gguf package is asked for."""
-    from attncalc.inputs.checkpoints.gguf_format import GGUFHeader
-
     return GGUFHeader(path)
 
 

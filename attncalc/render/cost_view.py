@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attncalc import texts
-from attncalc.render.sizing import Report, model_label
+from attncalc.render.sizing import Report, human, model_label
 
 
 def per_second(value: float) -> str:
@@ -89,6 +89,8 @@ def _gpu_lines(r: dict) -> list[str]:
             ("pipeline_" + phase, "cost.line.pipeline", {"pp": g["pp"]}),
         ):
             sent = t["communication"][key]
+            if sent and sent.get("algorithm", "ring") != "ring":
+                text_key = "cost.line.allreduce_" + sent["algorithm"].replace("-", "_")
             if sent:
                 lines.append(
                     texts.t(
@@ -121,15 +123,33 @@ def _gpu_lines(r: dict) -> list[str]:
     return lines
 
 
-def figure_lines(r: dict) -> list[str]:
-    from attncalc.serving.kvcache import human
+def _params_line(p: dict, rest: int, total: int) -> str:
+    if p["dense"]:
+        d = p["dense"]
+        return texts.t(
+            "cost.line.params_dense",
+            dense=d["layers"],
+            per_dense=d["per_layer_total"],
+            layers=p["layers"],
+            per_layer=p["per_layer_total"],
+            rest=rest,
+            total=total,
+        )
+    return texts.t("cost.line.params", layers=p["layers"], per_layer=p["per_layer_total"], rest=rest, total=total)
 
+
+def _attention_factor(heads: int, qk: int, v: int) -> str:
+    """Q·Kᵀ and A·V per (query, key) pair: 4 × heads × head_dim, or 2 × heads × (qk + v) when they differ (MLA)."""
+    return f"4 × {heads} × {qk}" if qk == v else f"2 × {heads} × ({qk} + {v})"
+
+
+def figure_lines(r: dict) -> list[str]:
     t, p = r["terms"], r["terms"]["parameters"]
-    hw, kv = t["hardware"], t["kv"]
+    hw, kv, kt = t["hardware"], t["kv"], t["kv"]["terms"]
     est, layers = r["estimate"], t["kv"]["terms"]["layers"]
     rest = sum(term["count"] for term in p["model"])
     lines = [
-        texts.t("cost.line.params", layers=p["layers"], per_layer=p["per_layer_total"], rest=rest, total=r["params"]),
+        _params_line(p, rest, r["params"]),
         texts.t(
             "cost.line.weights_gguf" if t["weights_dtype"] == "GGUF" else "cost.line.weights",
             total=r["params"],
@@ -139,17 +159,115 @@ def figure_lines(r: dict) -> list[str]:
         ),
         texts.t("cost.line.kv", tokens=kv["terms"]["tokens"], formula=kv["formula"], human=kv["human"]),
         texts.t("cost.line.prefill"),
-        f"      = {t['batch']} × (2 × {p['layer_matmul']:,} × {t['prompt']} + 2 × {p['lm_head_matmul']:,}"
-        f" + 4 × {kv['terms']['query_heads']} × {kv['terms']['head_dim']} × {t['attention_pairs_prompt']:,})"
+        f"      = {t['batch']} × (2 × {p['active_layer_matmul']:,} × {t['prompt']} + 2 × {p['lm_head_matmul']:,}"
+        f" + {_attention_factor(kt['query_heads'], kt['qk_dim'], kt['v_dim'])} × {t['attention_pairs_prompt']:,})"
         f" = {r['prefill_flops']:,}",
         *_gpu_lines(r),
         texts.t("cost.line.ttft"),
         _bound_line(t["prefill"], hw["flops"], hw["bandwidth"]),
         texts.t("cost.line.ttft_est"),
         _est_line(est, est["prefill"], hw, layers),
+        texts.t(
+            "cost.line.ttft_client",
+            engine=duration(est["ttft_s"]),
+            request=duration(est["request_s"]),
+            client=duration(est["ttft_client_s"]),
+        ),
+        *(_decode_lines(r) if r["tpot_s"] is not None else []),
+        _regime_line("prefill", est["prefill"]),
+    ]
+    if r["tpot_s"] is not None:
+        lines.append(_regime_line("decode", est["decode"]))
+    return lines + _memory_lines(r) + _throughput_lines(r) + _calibration_lines(r) + _benchmark_lines(r)
+
+
+def _calibration_lines(r: dict) -> list[str]:
+    cal = r.get("calibration")
+    if not cal:
+        return []
+    lines = []
+    for one in cal["fits"]:
+        lines.append(
+            texts.t(
+                "cost.line.fitted",
+                field=one["field"],
+                source=one["from"],
+                measured=duration(one["seconds"] + one.get("request_s", 0.0)),
+                request=duration(one.get("request_s", 0.0)),
+                work=f"{one['work']:,.0f}",
+                rate=per_second(one["rate"]),
+                fixed=duration(one["fixed_s"]),
+                comm=duration(one["comm_s"]),
+                value=f"{one['value']:.3g}",
+                before=f"{cal['before'][one['field']]:g}",
+            )
+        )
+    return lines
+
+
+def _benchmark_lines(r: dict) -> list[str]:
+    runs = r.get("benchmarks")
+    if not runs:
+        return []
+    lines = [texts.t("cost.line.measure_it")]
+    for engine, commands in runs.items():
+        lines += [f"  {engine}: {command}" for command in commands]
+    return lines
+
+
+def _throughput_lines(r: dict) -> list[str]:
+    load = r["throughput"]
+    if load is None:
+        return []
+    t, st = r["terms"], load["static"]
+    lines = [
+        texts.t(
+            "cost.line.static",
+            batch=st["batch"],
+            generate=t["generate"],
+            ttft=duration(r["estimate"]["ttft_s"]),
+            mean=f"{st['mean_tokens']:g}",
+            step=duration(st["step"]["seconds"] * r["gpus"]["pp"]),  # a token passes every stage in turn
+            total=duration(st["seconds"]),
+            rate=f"{st['tokens_per_s']:,.1f}",
+        )
+    ]
+    fl = load["in_flight"]
+    if fl is None:
+        return lines + [texts.t("cost.line.in_flight_none")]
+    pp = r["gpus"]["pp"]
+    return lines + [
+        texts.t(
+            "cost.line.in_flight_batch",
+            room=f"{fl['room_bytes']:,.0f}",
+            per_sequence=f"{fl['kv_bytes_per_sequence']:,.0f}",
+            mean=f"{fl['mean_tokens']:g}",
+            fits=fl["fits"],
+            max_seqs=fl["max_seqs"],
+            batch=fl["batch"],
+        ),
+        texts.t(
+            "cost.line.in_flight_step",
+            micro=f"{fl['micro_batch']:g}",
+            pp=pp,
+            prompt_tokens=f"{fl['prompt_tokens_per_step']:,.0f}",
+            step=duration(fl["step"]["seconds"]),
+            bound=texts.t("cost.bound." + fl["step"]["bound"]),
+            rate=f"{fl['tokens_per_s']:,.0f}",
+            requests=f"{fl['requests_per_s']:,.2f}",
+            total=f"{fl['total_tokens_per_s']:,.0f}",
+        ),
+    ]
+
+
+def _decode_lines(r: dict) -> list[str]:
+    t, p, est = r["terms"], r["terms"]["parameters"], r["estimate"]
+    hw, kt, layers = t["hardware"], t["kv"]["terms"], t["kv"]["terms"]["layers"]
+    attention = _attention_factor(kt["query_heads"], kt["decode_qk_dim"], kt["decode_v_dim"])
+    return [
         texts.t("cost.line.decode"),
-        f"      = {t['batch']} × (2 × ({p['layer_matmul']:,} + {p['lm_head_matmul']:,})"
-        f" + 4 × {kv['terms']['query_heads']} × {kv['terms']['head_dim']} × {t['keys_seen_last_step']:,})"
+        f"      = {t['batch']} × (2 × ({p['active_layer_matmul']:,} + {p['lm_head_matmul']:,})"
+        f" + {attention} × {t['keys_seen_last_step']:,})"
         f" = {t['decode']['flops']:,.0f}",
         texts.t("cost.line.tpot"),
         _bound_line(t["decode"], hw["flops"], hw["bandwidth"]),
@@ -162,9 +280,12 @@ def figure_lines(r: dict) -> list[str]:
             tpot=duration(est["tpot_s"]),
             rate=f"{est['tokens_per_s']:,.1f}",
         ),
-        _regime_line("prefill", est["prefill"]),
-        _regime_line("decode", est["decode"]),
     ]
+
+
+def _memory_lines(r: dict) -> list[str]:
+    hw = r["terms"]["hardware"]
+    lines = []
     if hw["memory"] is None:
         return lines + [texts.t("cost.line.no_memory")]
     memory = int(hw["memory"])
@@ -196,8 +317,14 @@ def figure_lines(r: dict) -> list[str]:
 
 def parameter_rows(r: dict) -> list[tuple[str, str, str]]:
     p = r["terms"]["parameters"]
-    rows = [(term["name"], f"{term['count']:,}", term["formula"]) for term in p["per_layer"]]
-    rows.append((texts.t("cost.row.per_layer"), f"{p['per_layer_total']:,}", f"× {p['layers']}"))
+    rows = []
+    if p["dense"]:
+        d = p["dense"]
+        rows += [(term["name"], f"{term['count']:,}", term["formula"]) for term in d["per_layer"]]
+        rows.append((texts.t("cost.row.per_dense_layer"), f"{d['per_layer_total']:,}", f"× {d['layers']}"))
+    rows += [(term["name"], f"{term['count']:,}", term["formula"]) for term in p["per_layer"]]
+    key = "cost.row.per_moe_layer" if p["dense"] else "cost.row.per_layer"
+    rows.append((texts.t(key), f"{p['per_layer_total']:,}", f"× {p['layers']}"))
     rows += [(term["name"], f"{term['count']:,}", term["formula"]) for term in p["model"]]
     rows.append((texts.t("cost.row.total"), f"{r['params']:,}", ""))
     return rows

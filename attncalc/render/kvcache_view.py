@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from attncalc import texts
-from attncalc.render.sizing import Report, model_label
+from attncalc.render.sizing import Report, human, model_label
 
 SYMBOLIC = "bytes = 2 × layers × kv_heads × head_dim × tokens × batch × bytes_per_value"
+SYMBOLIC_MLA = "bytes = layers × (kv_lora_rank + qk_rope_head_dim) × tokens × batch × bytes_per_value"
 WEIGHT_SHAPES = {  # formulas, the same in every language
     "W_Q": "d_model × (heads · head_dim)",
     "W_K": "d_model × (kv_heads · head_dim)",
@@ -20,8 +21,8 @@ def _key(cfg: dict, *keys: str) -> str:
 
 def term_rows(r: dict, config: dict) -> list[tuple[str, str, str]]:
     """(term, value, where it comes from) for every factor of the formula."""
-    from attncalc.serving.kvcache import human
-
+    if r["terms"]["mla"]:
+        return _mla_rows(r)
     cfg = config["text_config"] if isinstance(config.get("text_config"), dict) else config
     t = r["terms"]
     heads_key = _key(cfg, "num_attention_heads", "n_head")
@@ -66,7 +67,23 @@ def term_rows(r: dict, config: dict) -> list[tuple[str, str, str]]:
                 f"min(tokens, sliding_window) = min({t['tokens']}, {t['sliding_window']})",
             )
         )
-    rows += [
+    return rows + _size_rows(r)
+
+
+def _mla_rows(r: dict) -> list[tuple[str, str, str]]:
+    t, m = r["terms"], r["terms"]["mla"]
+    return [
+        ("1", "1", texts.t("kvcache.row.mla_one")),
+        ("layers", str(t["layers"]), "num_hidden_layers"),
+        ("kv_lora_rank", str(m["kv_lora_rank"]), texts.t("kvcache.row.latent")),
+        ("qk_rope_head_dim", str(m["qk_rope_head_dim"]), texts.t("kvcache.row.rope_key")),
+        ("tokens", str(t["tokens"]), "--tokens"),
+    ] + _size_rows(r)
+
+
+def _size_rows(r: dict) -> list[tuple[str, str, str]]:
+    t = r["terms"]
+    return [
         ("batch", str(t["batch"]), "--batch"),
         (texts.t("kvcache.row.bytes_per_value"), str(t["bytes_per_value"]), t["dtype"]),
         (texts.t("kvcache.row.bytes"), f"{r['bytes']:,}", r["human"]),
@@ -77,7 +94,6 @@ def term_rows(r: dict, config: dict) -> list[tuple[str, str, str]]:
         ),
         (texts.t("kvcache.row.next_token"), f"{r['next_token_bytes']:,}", texts.t("kvcache.row.next_token_from")),
     ]
-    return rows
 
 
 def shape_rows(r: dict) -> list[tuple[str, str, str]]:
@@ -111,7 +127,10 @@ def report(r: dict, config: dict, source: str) -> Report:
     )
     return Report(
         title=title,
-        formulas=[SYMBOLIC, f"      = {r['formula']}" + ("" if r["encoder_only"] else f" B ({r['human']})")],
+        formulas=[
+            SYMBOLIC_MLA if t["mla"] else SYMBOLIC,
+            f"      = {r['formula']}" + ("" if r["encoder_only"] else f" B ({r['human']})"),
+        ],
         tables=[(heads[0], term_rows(r, config)), (heads[1], shape_rows(r))],
         notes=r["notes"],
     )

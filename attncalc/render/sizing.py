@@ -19,6 +19,16 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
+def human(n: int) -> str:
+    """Binary units: 1073741824 -> '1.00 GiB'; under 1 KiB -> '512 B'."""
+    if n < 1024:
+        return f"{n} B"
+    value, units = n / 1024, ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    while value >= 1024 and len(units) > 1:
+        value, units = value / 1024, units[1:]
+    return f"{value:.2f} {units[0]}"
+
+
 def model_label(config: dict) -> str:
     """' (LlamaForCausalLM)' from the config's architectures (else its model_type), or '' when it names none."""
     name = (config.get("architectures") or [config.get("model_type") or ""])[0]

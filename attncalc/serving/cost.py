@@ -19,9 +19,11 @@ causal kernel computes: p(p+1)/2 for p prompt tokens, fewer on sliding-window la
 from __future__ import annotations
 
 from attncalc import texts
-from attncalc.errors import InputError, describe
+from attncalc.errors import InputError
 from attncalc.inputs.model_config import GGUF_BYTES
-from attncalc.serving.hardware import Hardware
+from attncalc.serving import estimate, throughput
+from attncalc.serving.fields import check_count
+from attncalc.serving.hardware import LINKS, Hardware, efficiency_of
 from attncalc.serving.kvcache import kv_cache, pick_dtype
 from attncalc.serving.parameters import parameter_terms  # noqa: F401 (re-exported: cost's parameters, term by term)
 
@@ -36,8 +38,7 @@ def causal_pairs(tokens: int, window: int | None = None) -> int:
 
 
 def _check_count(option: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(option, f"an integer >= {minimum}", describe(value))
+    check_count(option, value, minimum)
 
 
 def _bound(flops: float, nbytes: int, hardware: Hardware, peak: float) -> dict:
@@ -68,30 +69,121 @@ def serving_cost(
     pp: int = 1,
     link=None,
     efficiency=None,
+    max_seqs: int = throughput.MAX_SEQS,
     source: str = "config.json",
 ) -> dict:
     """Every figure of serving `config` on `hardware` (× tp × pp GPUs), with the terms it is made of (JSON-ready)."""
-    from attncalc.serving import estimate
-    from attncalc.serving.hardware import LINKS, efficiency_of
+    _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs)
+    params = parameter_terms(config, source)
+    kv = _kv_terms(config, prompt, generate, batch, dtype, kv_dtype, source)
+    notes = list(kv["kv"]["notes"])
+    weights = _weights(config, params, weights_dtype, kv["compute_dtype"], group_size, notes)
+    peak = _peak(hardware, kv["compute_dtype"], notes)
+    flops = _flops(kv["kv"]["terms"], params, prompt, batch)
+    moe = _moe(params, weights, params["moe_layers"], batch, prompt, notes)
+    decode_weights = moe["decode_weights_bytes"] if moe else weights["bytes"]
+    gpus = _per_gpu(kv, weights["bytes"], tp, pp)
+    link = _link(hardware, link, tp, pp)
+    comm, comm_s = _communication(kv, prompt, batch, tp, pp, link)
+    eff = _efficiency(hardware, efficiency, notes)
+    work = {
+        "prefill": (flops["prefill"], weights["bytes"] + kv["prompt_bytes"]),
+        "decode": (flops["decode"], decode_weights + kv["kv"]["bytes"]),
+    }
+    bounds, estimates = _steps(work, hardware, peak, eff, tp, pp, kv["kv"]["terms"]["layers"], comm_s)
+    _parallel_notes(tp, pp, comm, link, notes)
+    decodes = generate > 0  # --generate 0: no token is generated, so there is no time per output token
+    load = None
+    if decodes:
+        shape = throughput.shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link)
+        load = throughput.figures(shape, hardware, peak, eff, batch, max_seqs, bounds, estimates)
+    _closing_notes(kv["kv"], prompt + generate, decodes, notes)
+    fits, max_batch = _memory(hardware, gpus, notes)
+    return {
+        "params": params["total"],
+        "weights_bytes": weights["bytes"],
+        "kv_bytes": kv["kv"]["bytes"],
+        "prefill_flops": flops["prefill"],
+        "ttft_s": bounds["prefill"]["seconds"],
+        "tpot_s": bounds["decode"]["seconds"] if decodes else None,
+        "tokens_per_s": batch / bounds["decode"]["seconds"] if decodes else None,
+        "estimate": _estimate_figures(estimates, eff, batch, decodes),
+        "fits": fits,
+        "max_batch": max_batch,
+        "gpus": _gpus(tp, pp, link, gpus),
+        "moe": moe,
+        "throughput": load,
+        "terms": {
+            "parameters": params,
+            "weights_dtype": weights["dtype"],
+            "weights_bits": weights["bits"],
+            "group_size": group_size,
+            "compute_dtype": kv["compute_dtype"],
+            "kv_dtype": kv["kv"]["terms"]["dtype"],
+            "kv": kv["kv"],
+            "kv_prompt_bytes": kv["prompt_bytes"],
+            "kv_bytes_per_sequence": kv["sequence_bytes"],
+            **{"prompt": prompt, "generate": generate, "batch": batch},
+            "attention_pairs_prompt": flops["pairs"],
+            "attention_flops_prompt": batch * flops["attention"],
+            "keys_seen_last_step": flops["cached"],
+            **{"prefill": bounds["prefill"], "decode": bounds["decode"], "communication": comm},
+            "hardware": _hardware_terms(hardware, peak, link),
+        },
+        "notes": notes,
+    }
 
+
+NOTE_KEYS = ("cost.causal", "cost.lm_head_once", "cost.last_step", "cost.lower_bounds", "cost.estimates")
+
+
+def _efficiency(hardware: Hardware, efficiency, notes: list):
+    """--efficiency, else the hardware class's defaults (a part without its own says it borrows them)."""
+    if efficiency is None and hardware.kind not in ("datacenter",):
+        notes.append(texts.t("cost.efficiency_borrowed", name=hardware.name))
+    return efficiency or efficiency_of(hardware)
+
+
+def _closing_notes(kv: dict, tokens: int, decodes: bool, notes: list) -> None:
+    notes.append(_engine_pages(kv, tokens))
+    notes += [texts.t(key) for key in NOTE_KEYS if decodes or key != "cost.last_step"]
+    if not decodes:
+        notes.append(texts.t("cost.no_decode"))
+
+
+def _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs) -> None:
     _check_count("--prompt", prompt, 1)
     _check_count("--generate", generate, 0)
     _check_count("--batch", batch, 1)
     estimate.check_ways("--tp", tp)
     estimate.check_ways("--pp", pp)
+    _check_count("--max-seqs", max_seqs, 1)
     if group_size is not None:
         _check_count("--group-size", group_size, 1)
-    params = parameter_terms(config, source)
-    cfg = config["text_config"] if isinstance(config.get("text_config"), dict) else config
+
+
+def _kv_terms(config, prompt, generate, batch, dtype, kv_dtype, source) -> dict:
+    """The KV cache at the last step (whole batch), after the prompt, and of one sequence; the compute dtype."""
     compute_dtype = kv_cache(config, 1, 1, dtype, source=source)["terms"]["dtype"]
     kv_name, kv_option = (kv_dtype, "--kv-dtype") if kv_dtype is not None else (dtype, "--dtype")
     kv = kv_cache(config, prompt + generate, batch, kv_name, source=source, option=kv_option)
     kv_name = kv["terms"]["dtype"]
-    kv_prompt = kv_cache(config, prompt, batch, kv_name, source=source)
-    kv_sequence = kv_cache(config, prompt + generate, 1, kv_name, source=source)["bytes"]
-    notes = list(kv["notes"])
+    return {
+        "compute_dtype": compute_dtype,
+        "kv": kv,
+        "prompt_bytes": kv_cache(config, prompt, batch, kv_name, source=source)["bytes"],
+        "sequence_bytes": kv_cache(config, prompt + generate, 1, kv_name, source=source)["bytes"],
+    }
+
+
+def _weights(config, params, weights_dtype, compute_dtype, group_size, notes) -> dict:
+    """The weights' bytes at --weights-dtype (with one fp16 scale per group), or a GGUF's own tensors' bytes."""
+    cfg = config["text_config"] if isinstance(config.get("text_config"), dict) else config
     wname = pick_dtype(weights_dtype or compute_dtype, cfg, config, [], option="--weights-dtype", known=WEIGHT_BITS)
     bits = WEIGHT_BITS[wname]
+    if group_size is not None and bits >= 16:
+        expected = "quantised weights (--weights-dtype int4, int8 or fp8): a scale per group only scales those"
+        raise InputError("--group-size", expected, f"{wname} weights")
     scale_bits = 16 / group_size if group_size else 0  # one fp16 scale per group of weights
     weights_bytes = -(-params["total"] * bits // 8) + -(-params["total"] * 16 // (8 * group_size) if group_size else 0)
     stored = config.get(GGUF_BYTES)
@@ -100,173 +192,200 @@ def serving_cost(
         bits = 8 * stored / params["total"]  # bits per parameter, scales and all (for the experts' share)
         notes.append(texts.t("cost.gguf_bytes", bits=f"{bits:.3g}"))
     elif bits < 16:
-        notes.append(
-            texts.t(
-                "cost.quantised_groups" if group_size else "cost.quantised", dtype=wname, bits=bits, group=group_size
-            )
-        )
+        key = "cost.quantised_groups" if group_size else "cost.quantised"
+        notes.append(texts.t(key, dtype=wname, bits=bits, group=group_size))
+    return {"bytes": weights_bytes, "dtype": wname, "bits": bits, "scale_bits": scale_bits}
+
+
+def _peak(hardware: Hardware, compute_dtype: str, notes: list) -> float:
     if compute_dtype not in hardware.flops:
         raise InputError("--dtype", "one of " + ", ".join(hardware.flops) + f" for {hardware.name}", compute_dtype)
-    peak = hardware.flops[compute_dtype]
     if hardware.estimated_flops:
         notes.append(texts.t("cost.estimated_flops", name=hardware.name))
+    return hardware.flops[compute_dtype]
 
-    t = kv["terms"]
-    heads, head_dim, window = t["query_heads"], t["head_dim"], t["sliding_window"]
+
+def _flops(t: dict, params: dict, prompt: int, batch: int) -> dict:
+    """Prefill and last-decode-step FLOPs: 2 per matmul weight per token, 4 × heads × head_dim per (query, key)."""
+    heads, window = t["query_heads"], t["sliding_window"]
     full, sliding = t["full_layers"], t["sliding_layers"]
-    layers, d_model = t["layers"], t["d_model"]
-    prompt_pairs = full * causal_pairs(prompt) + sliding * causal_pairs(prompt, window)
-    attention = 4 * heads * head_dim * prompt_pairs
+    pairs = full * causal_pairs(prompt) + sliding * causal_pairs(prompt, window)
+    attention = 2 * heads * (t["qk_dim"] + t["v_dim"]) * pairs  # Q·Kᵀ and A·V: 2 FLOPs per pair per dimension
     matmul = params["active_layer_matmul"]  # the weights one token is multiplied by (k of E experts)
-    prefill_flops = batch * (2 * matmul * prompt + 2 * params["lm_head_matmul"] + attention)
     cached = t["cached_tokens_full"] * full + t["cached_tokens_sliding"] * sliding  # keys the last token sees
-    decode_flops = batch * (2 * (matmul + params["lm_head_matmul"]) + 4 * heads * head_dim * cached)
+    return {
+        "pairs": pairs,
+        "attention": attention,
+        "cached": cached,
+        "prefill": batch * (2 * matmul * prompt + 2 * params["lm_head_matmul"] + attention),
+        "decode": batch
+        * (2 * (matmul + params["lm_head_matmul"]) + 2 * heads * (t["decode_qk_dim"] + t["decode_v_dim"]) * cached),
+    }
 
-    moe = None
-    decode_weights = weights_bytes
-    if params["experts"]:  # a decode step reads only the experts its batch's tokens route to
-        e, k = params["experts"], params["experts_per_token"]
-        expert_bytes = round(params["expert_bytes_params"] * (bits + scale_bits) / 8)
-        touched = estimate.experts_touched(e, k, batch)
-        untouched = layers * (e - touched) * expert_bytes
-        decode_weights = weights_bytes - round(untouched)
-        moe = {
-            "experts": e,
-            "experts_per_token": k,
-            "active_params": params["active"],
-            "expert_bytes": expert_bytes,
-            "experts_touched_decode": touched,
-            "experts_touched_prefill": estimate.experts_touched(e, k, batch * prompt),
-            "decode_weights_bytes": decode_weights,
-        }
-        notes.append(texts.t("cost.moe_routing", e=e, k=k))
 
-    # the GPUs: tensor parallel splits weights, KV heads and FLOPs; pipeline parallel splits the layers
-    kv_per_gpu_heads, replicated = estimate.kv_heads_per_gpu(t["kv_heads"], heads, tp)
-    gpus = tp * pp
-    if gpus > 1 and hardware.link is None and link is None:
+def _moe(params: dict, weights: dict, layers: int, batch: int, prompt: int, notes: list) -> dict | None:
+    """A decode step reads only the experts its batch's tokens route to."""
+    if not params["experts"]:
+        return None
+    e, k = params["experts"], params["experts_per_token"]
+    expert_bytes = round(params["expert_bytes_params"] * (weights["bits"] + weights["scale_bits"]) / 8)
+    touched = estimate.experts_touched(e, k, batch)
+    untouched = layers * (e - touched) * expert_bytes
+    notes.append(texts.t("cost.moe_routing", e=e, k=k))
+    return {
+        "experts": e,
+        "experts_per_token": k,
+        "active_params": params["active"],
+        "expert_bytes": expert_bytes,
+        "experts_touched_decode": touched,
+        "experts_touched_prefill": estimate.experts_touched(e, k, batch * prompt),
+        "decode_weights_bytes": weights["bytes"] - round(untouched),
+    }
+
+
+def _link(hardware: Hardware, link, tp: int, pp: int):
+    """The GPU-to-GPU link: --link, else the preset's; several GPUs without one are refused, one GPU with one too."""
+    if link is not None and tp * pp == 1:
+        raise InputError("--link", "--tp or --pp above 1 (one GPU sends nothing over a link)", link.name)
+    if tp * pp > 1 and hardware.link is None and link is None:
         raise InputError(
             "--tp" if tp > 1 else "--pp",
             f"one device: {hardware.name} has no GPU-to-GPU link (--link NAME)",
             str(tp if tp > 1 else pp),
         )
-    link = link or (LINKS[hardware.link] if hardware.link else None)
-    kv_share = kv_per_gpu_heads / t["kv_heads"] / pp  # of the KV cache, on one GPU
-    per_gpu = {
-        "weights_bytes": -(-weights_bytes // gpus),
-        "kv_bytes": round(kv["bytes"] * kv_share),
-        "kv_bytes_per_sequence": round(kv_sequence * kv_share),
-        "kv_heads": kv_per_gpu_heads,
+    return link or (LINKS[hardware.link] if hardware.link else None)
+
+
+def _per_gpu(kv: dict, weights_bytes: int, tp: int, pp: int) -> dict:
+    """Tensor parallel splits weights, KV heads and FLOPs; pipeline parallel splits the layers."""
+    t = kv["kv"]["terms"]
+    if pp > t["layers"]:
+        raise InputError("--pp", f"at most the {t['layers']} layers (one stage holds at least one layer)", str(pp))
+    kv_heads, replicated = estimate.kv_heads_per_gpu(t["kv_heads"], t["query_heads"], tp)
+    share = kv_heads / t["kv_heads"] / pp  # of the KV cache, on one GPU
+    return {
+        "weights_bytes": -(-weights_bytes // (tp * pp)),
+        "kv_bytes": round(kv["kv"]["bytes"] * share),
+        "kv_bytes_per_sequence": round(kv["sequence_bytes"] * share),
+        "kv_heads": kv_heads,
         "kv_replicated": replicated,
-        "layers": -(-layers // pp),
+        "layers": -(-t["layers"] // pp),
     }
-    value_bytes = 4 if compute_dtype == "fp32" else 2  # activations travel in 16 bits (fp8 models too)
+
+
+def _communication(kv: dict, prompt: int, batch: int, tp: int, pp: int, link) -> tuple[dict, dict]:
+    """Two all-reduces per layer under tensor parallelism, P − 1 sends under pipeline parallelism."""
+    t = kv["kv"]["terms"]
+    value_bytes = 4 if kv["compute_dtype"] == "fp32" else 2  # activations travel in 16 bits (fp8 models too)
     comm = {"prefill": None, "decode": None, "pipeline_prefill": None, "pipeline_decode": None}
     comm_s = {"prefill": 0.0, "decode": 0.0}
-    if tp > 1:
-        for phase, tokens in (("prefill", prompt), ("decode", 1)):
-            one = estimate.allreduce(batch * tokens * d_model, value_bytes, tp, link)
-            comm[phase] = {**one, "count": 2 * layers}
-            comm_s[phase] += 2 * layers * one["seconds"]
-    if pp > 1:
-        for phase, tokens in (("prefill", prompt), ("decode", 1)):
-            one = estimate.send(batch * tokens * d_model, value_bytes, link)
+    for phase, tokens in (("prefill", prompt), ("decode", 1)):
+        if tp > 1:
+            one = estimate.allreduce(batch * tokens * t["d_model"], value_bytes, tp, link)
+            comm[phase] = {**one, "count": 2 * t["layers"]}
+            comm_s[phase] += 2 * t["layers"] * one["seconds"]
+        if pp > 1:
+            one = estimate.send(batch * tokens * t["d_model"], value_bytes, link)
             comm["pipeline_" + phase] = {**one, "count": pp - 1}
             comm_s[phase] += (pp - 1) * one["seconds"]
-    eff = efficiency or efficiency_of(hardware)
-    if efficiency is None and hardware.kind not in ("datacenter",):
-        notes.append(texts.t("cost.efficiency_borrowed", name=hardware.name))
-    # a token passes every stage in turn: the pipeline's latency is the sum of its stages, i.e. all the
-    # work at one tensor-parallel group's rate (each stage does 1/pp of it); the bound of tensor parallelism
-    # alone divides the work among every GPU
-    work = {
-        "prefill": (prefill_flops, weights_bytes + kv_prompt["bytes"]),
-        "decode": (decode_flops, decode_weights + kv["bytes"]),
-    }
-    ways = tp if pp > 1 else gpus
-    ttft, tpot = (_bound(flops / ways, nbytes / ways, hardware, peak) for flops, nbytes in work.values())
-    prefill_est, decode_est = (
-        estimate.step(
-            flops / tp,
-            nbytes / tp,
+    return comm, comm_s
+
+
+def _steps(work: dict, hardware: Hardware, peak: float, eff, tp: int, pp: int, layers: int, comm_s: dict):
+    """The bound and the estimate of prefill and of the last decode step.
+
+    A token passes every stage in turn: the pipeline's latency is the sum of its stages, i.e. all the work at one
+    tensor-parallel group's rate (each stage does 1/pp of it); the bound of tensor parallelism alone divides the
+    work among every GPU."""
+    ways = tp if pp > 1 else tp * pp
+    bounds = {phase: _bound(f / ways, b / ways, hardware, peak) for phase, (f, b) in work.items()}
+    estimates = {
+        phase: estimate.step(
+            f / tp,
+            b / tp,
             peak=peak,
             bandwidth=hardware.bandwidth,
             efficiency=eff,
             layers=layers,
             comm_s=comm_s[phase],
         )
-        for phase, (flops, nbytes) in work.items()
-    )
+        for phase, (f, b) in work.items()
+    }
+    return bounds, estimates
+
+
+def _parallel_notes(tp: int, pp: int, comm: dict, link, notes: list) -> None:
+    if tp > 1:
+        notes.append(texts.t("cost.allreduce_switch"))
     if tp > 1 and comm["decode"]["at_floor"]:
-        notes.append(texts.t("cost.allreduce_floor", latency=f"{link.latency * 1e6:g}"))
+        key = "cost.allreduce_floor" if comm["decode"]["algorithm"] == "ring" else "cost.allreduce_small"
+        notes.append(texts.t(key, latency=f"{link.latency * 1e6:g}", steps=comm["decode"]["steps"]))
     if pp > 1:
         notes.append(texts.t("cost.pipeline_bubble", pp=pp, idle=f"{(pp - 1) / pp:.0%}"))
 
-    keys = ("cost.causal", "cost.lm_head_once", "cost.last_step", "cost.lower_bounds", "cost.estimates")
-    notes += [texts.t(key) for key in keys]
-    fits = max_batch = None
-    if hardware.memory is not None:
-        fits = per_gpu["weights_bytes"] + per_gpu["kv_bytes"] <= hardware.memory
-        room = hardware.memory - per_gpu["weights_bytes"]
-        per_seq = per_gpu["kv_bytes_per_sequence"]
-        max_batch = max(0, int(room // per_seq)) if per_seq else None
-        if not fits:
-            notes.append(texts.t("cost.does_not_fit", max_batch=max_batch if max_batch is not None else 0))
+
+def _memory(hardware: Hardware, per_gpu: dict, notes: list):
+    """(fits, largest batch) on one GPU; (None, None) without a memory figure."""
+    if hardware.memory is None:
+        return None, None
+    fits = per_gpu["weights_bytes"] + per_gpu["kv_bytes"] <= hardware.memory
+    room = hardware.memory - per_gpu["weights_bytes"]
+    per_seq = per_gpu["kv_bytes_per_sequence"]
+    max_batch = max(0, int(room // per_seq)) if per_seq else None
+    if not fits:
+        notes.append(texts.t("cost.does_not_fit", max_batch=max_batch if max_batch is not None else 0))
+    return fits, max_batch
+
+
+def _estimate_figures(estimates: dict, eff, batch: int, decodes: bool) -> dict:
+    """The estimates; TTFT twice: as the engine times it, and as a client does (+ the request overhead)."""
+    tpot = estimates["decode"]["seconds"]
     return {
-        "params": params["total"],
-        "weights_bytes": weights_bytes,
-        "kv_bytes": kv["bytes"],
-        "prefill_flops": prefill_flops,
-        "ttft_s": ttft["seconds"],
-        "tpot_s": tpot["seconds"],
-        "tokens_per_s": batch / tpot["seconds"],
-        "estimate": {
-            "ttft_s": prefill_est["seconds"],
-            "tpot_s": decode_est["seconds"],
-            "tokens_per_s": batch / decode_est["seconds"],
-            "efficiency": {"memory": eff.memory, "compute": eff.compute, "layer_s": eff.layer, "step_s": eff.step},
-            "prefill": prefill_est,
-            "decode": decode_est,
+        "ttft_s": estimates["prefill"]["seconds"],
+        "ttft_client_s": estimates["prefill"]["seconds"] + eff.request,
+        "request_s": eff.request,
+        "tpot_s": tpot if decodes else None,
+        "tokens_per_s": batch / tpot if decodes else None,
+        "efficiency": {
+            "memory": eff.memory,
+            "compute": eff.compute,
+            "layer_s": eff.layer,
+            "step_s": eff.step,
+            "request_s": eff.request,
         },
-        "fits": fits,
-        "max_batch": max_batch,
-        "gpus": {
-            "tp": tp,
-            "pp": pp,
-            "count": gpus,
-            "link": link.name if link and gpus > 1 else None,
-            **{"per_gpu": per_gpu},
-        },
-        "moe": moe,
-        "terms": {
-            "parameters": params,
-            "weights_dtype": wname,
-            "weights_bits": bits,
-            "group_size": group_size,
-            "compute_dtype": compute_dtype,
-            "kv_dtype": kv_name,
-            "kv": kv,
-            "kv_prompt_bytes": kv_prompt["bytes"],
-            "kv_bytes_per_sequence": kv_sequence,
-            "prompt": prompt,
-            "generate": generate,
-            "batch": batch,
-            "attention_pairs_prompt": prompt_pairs,
-            "attention_flops_prompt": batch * attention,
-            "keys_seen_last_step": cached,
-            "prefill": ttft,
-            "decode": tpot,
-            "communication": comm,
-            "hardware": {
-                "name": hardware.name,
-                "bandwidth": hardware.bandwidth,
-                "flops": peak,
-                "memory": hardware.memory,
-                "estimated_flops": hardware.estimated_flops,
-                "link": None
-                if link is None
-                else {"name": link.name, "bandwidth": link.bandwidth, "latency_s": link.latency},
-            },
-        },
-        "notes": notes,
+        "prefill": estimates["prefill"],
+        "decode": estimates["decode"],
+    }
+
+
+VLLM_BLOCK = 16  # vLLM's default block_size: the cache is allocated in pages of 16 tokens
+
+
+def _engine_pages(kv: dict, tokens: int) -> str:
+    """What vLLM reserves beside the tensors' bytes: whole 16-token pages per sequence (docs/cost.md, "Engine
+    allocation")."""
+    rounded = -(-tokens // VLLM_BLOCK) * VLLM_BLOCK
+    extra = (rounded - tokens) * kv["per_token_bytes"]
+    key = "cost.engine_pages_sliding" if kv["terms"]["sliding_layers"] else "cost.engine_pages"
+    return texts.t(key, tokens=tokens, block=VLLM_BLOCK, rounded=rounded, extra=extra)
+
+
+def _gpus(tp: int, pp: int, link, per_gpu: dict) -> dict:
+    return {
+        "tp": tp,
+        "pp": pp,
+        "count": tp * pp,
+        "link": link.name if link and tp * pp > 1 else None,
+        "per_gpu": per_gpu,
+    }
+
+
+def _hardware_terms(hardware: Hardware, peak: float, link) -> dict:
+    return {
+        "name": hardware.name,
+        "bandwidth": hardware.bandwidth,
+        "flops": peak,
+        "memory": hardware.memory,
+        "estimated_flops": hardware.estimated_flops,
+        "link": None if link is None else {"name": link.name, "bandwidth": link.bandwidth, "latency_s": link.latency},
     }

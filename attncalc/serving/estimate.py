@@ -7,8 +7,8 @@ Tensor parallelism over N GPUs (Megatron-LM, Shoeybi et al. 2019) splits every w
 heads N ways and adds two all-reduces per layer (after attention's output projection and after the MLP) of
 batch × tokens × d_model activations. A ring all-reduce takes 2(N − 1) steps, each paying the link's latency α, and sends
 2(N − 1)/N of those bytes over each GPU's link: time = 2(N − 1)·α + 2(N − 1)/N × bytes / bandwidth (the α–β model of
-Thakur, Rabenseifner and Gropp 2005; Patarasuk and Yuan 2009; NCCL's "bus bandwidth"). Decode's all-reduces are a
-few kilobytes, so the latency term is all of it, and it grows with N.
+Thakur, Rabenseifner and Gropp 2005; Patarasuk and Yuan 2009; NCCL's "bus bandwidth"). Engines reduce small messages
+(decode's few kilobytes) with one-shot or two-shot kernels instead, one or two steps of α (`allreduce_algorithm`).
 Pipeline parallelism over P GPUs splits the layers into P stages: a token passes every stage in turn, and
 each boundary sends batch × tokens × d_model activations once. Experts of a mixture (Mixtral, Qwen-MoE): a
 token uses k of E experts, so t tokens touch E × (1 − (1 − k/E)^t) distinct experts on average when the
@@ -17,12 +17,14 @@ router spreads them evenly. Pure arithmetic: no I/O; sentences are `attncalc.tex
 
 from __future__ import annotations
 
-from attncalc.errors import InputError, describe
+from dataclasses import replace
+
+from attncalc.errors import InputError
+from attncalc.serving.fields import check_count
 
 
 def check_ways(option: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(option, "an integer >= 1", describe(value))
+    check_count(option, value)
 
 
 def kv_heads_per_gpu(kv_heads: int, heads: int, tp: int) -> tuple[int, bool]:
@@ -43,21 +45,47 @@ def experts_touched(experts: int, per_token: int, tokens: int) -> float:
     return experts * (1 - (1 - per_token / experts) ** tokens)
 
 
+# vLLM's custom all-reduce (csrc/custom_all_reduce.cuh, `REDUCE_CASE`; vllm/distributed/device_communicators/
+# custom_all_reduce.py, max_size): on GPUs that reach each other directly (NVLink, xGMI), a message under 8 MiB
+# is reduced by a kernel that reads the peers' buffers; one stage on 2 GPUs, and on up to 4 (8) GPUs while the
+# message is under 512 KiB (256 KiB); two stages above that; NCCL (a ring here) from 8 MiB on or over PCIe.
+CUSTOM_MAX = 8 * 1024 * 1024
+ONE_SHOT_MAX = ((4, 512 * 1024), (8, 256 * 1024))
+
+
+def allreduce_algorithm(nbytes: float, tp: int, link) -> str:
+    """Which all-reduce an engine runs for a message of `nbytes` over `tp` GPUs: one-shot, two-shot or ring."""
+    if not link.peer_to_peer or nbytes >= CUSTOM_MAX or tp > 8:
+        return "ring"
+    if tp == 2 or any(tp <= gpus and nbytes < limit for gpus, limit in ONE_SHOT_MAX):
+        return "one-shot"
+    return "two-shot"
+
+
 def allreduce(values: int, value_bytes: int, tp: int, link) -> dict:
-    """One ring all-reduce of `values` activations over `tp` GPUs: bytes sent per GPU and its time."""
+    """One all-reduce of `values` activations over `tp` GPUs, by the algorithm its size picks: bytes and time.
+
+    one-shot: every GPU reads the N − 1 others' whole buffers and adds them: 1 step of α + (N − 1) × bytes / link.
+    two-shot: a reduce-scatter then an all-gather through the peers' buffers: 2 steps of α + 2(N − 1)/N × bytes.
+    ring (NCCL): 2(N − 1) steps of α + 2(N − 1)/N × bytes (the α–β model)."""
     nbytes = values * value_bytes
-    sent = 2 * (tp - 1) / tp * nbytes
+    algorithm = allreduce_algorithm(nbytes, tp, link)
+    if algorithm == "one-shot":
+        steps, sent = 1, (tp - 1) * nbytes
+    else:
+        steps, sent = (2 if algorithm == "two-shot" else 2 * (tp - 1)), 2 * (tp - 1) / tp * nbytes
     transfer = sent / link.bandwidth
-    latency = 2 * (tp - 1) * link.latency
+    latency = steps * link.latency
     return {
         "values": values,
         "bytes": nbytes,
+        "algorithm": algorithm,
         "sent_per_gpu": sent,
-        "steps": 2 * (tp - 1),
+        "steps": steps,
         "transfer_s": transfer,
         "latency_s": latency,
         "seconds": latency + transfer,
-        "at_floor": latency >= transfer,  # the latency term dominates: more GPUs make it slower
+        "at_floor": latency >= transfer,  # the latency term dominates
     }
 
 
@@ -88,17 +116,17 @@ def step(flops: float, nbytes: float, *, peak: float, bandwidth: float, efficien
 
 
 def parse_efficiency(text: str, default) -> object:
-    """`memory=0.8,compute=0.6,layer=15us,step=0.5ms` → the default Efficiency with those fields replaced."""
-    from dataclasses import replace
-
-    expected = "memory=F,compute=F (fractions in (0, 1]), layer=T, step=T (times such as 15us or 0.5ms)"
+    """`memory=0.8,compute=0.6,layer=15us,step=0.5ms,request=10ms` → the default Efficiency with those replaced."""
+    expected = "memory=F,compute=F (fractions in (0, 1]), layer=T, step=T, request=T (times such as 15us or 0.5ms)"
     fields = {}
     for part in (p.strip() for p in text.split(",")):
         key, _, value = part.partition("=")
         key = key.strip()
-        if key not in ("memory", "compute", "layer", "step") or not value.strip():
+        if key not in ("memory", "compute", "layer", "step", "request") or not value.strip():
             raise InputError("--efficiency", expected, repr(part))
-        number = _fraction(value) if key in ("memory", "compute") else _duration(value)
+        if key in fields:
+            raise InputError(f"--efficiency {key}", "each field once", f"{key} given twice")
+        number = _fraction(value) if key in ("memory", "compute") else duration(value)
         if number is None:
             raise InputError(f"--efficiency {key}", expected, repr(value.strip()))
         fields[key] = number
@@ -116,7 +144,8 @@ def _fraction(text: str) -> float | None:
 UNITS = (("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("ns", 1e-9), ("s", 1.0))
 
 
-def _duration(text: str) -> float | None:
+def duration(text: str, below: float = 1.0) -> float | None:
+    """'15us', '0.5ms', '1.2s' → seconds, if in [0, below); else None."""
     text = text.strip().lower()
     for unit, scale in UNITS:
         if text.endswith(unit):
@@ -124,5 +153,5 @@ def _duration(text: str) -> float | None:
                 value = float(text[: -len(unit)]) * scale
             except ValueError:
                 return None
-            return value if 0 <= value < 1 else None
+            return value if 0 <= value < below else None
     return None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attncalc.errors import InputError
+
 
 @dataclass(frozen=True)
 class Hardware:
@@ -28,7 +30,8 @@ class Link:
 
     name: str
     bandwidth: float  # bytes/s, one direction, per GPU
-    latency: float  # seconds, α: one step of a ring (a ring all-reduce over N GPUs takes 2(N − 1) steps)
+    latency: float  # seconds, α: one step of an all-reduce (a ring over N GPUs takes 2(N − 1), one-shot 1)
+    peer_to_peer: bool = True  # GPUs read each other's memory (NVLink, xGMI): engines' one-/two-shot all-reduce
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,9 @@ class Efficiency:
     compute: float  # achieved / peak dense FLOP/s
     layer: float  # seconds per layer per step: kernel launches and synchronisation that move no data
     step: float  # seconds per step: scheduling, sampling, returning the token
+    request: float = (
+        0.0  # seconds per request a client sees beyond the engine: HTTP, tokenising, queueing, first sampling
+    )
 
 
 T = 1e12
@@ -60,8 +66,14 @@ PRESETS = {
         _part("H100-SXM", 3.35e12, 80e9, 989, 67, 1979, 1979, kind="datacenter", link="NVLink4"),
         _part("H100-PCIe", 2.0e12, 80e9, 756, 51, 1513, 1513, kind="datacenter", link="PCIe5"),
         _part("H200", 4.8e12, 141e9, 989, 67, 1979, 1979, kind="datacenter", link="NVLink4"),
+        _part("H20", 4.0e12, 96e9, 148, 44, 296, 296, kind="datacenter", link="NVLink4"),
+        _part("B200", 8.0e12, 180e9, 2250, 80, 4500, 4500, kind="datacenter", link="NVLink5"),
+        _part("MI300X", 5.3e12, 192e9, 1307.4, 81.7, 2614.9, 2614.9, kind="datacenter", link="xGMI"),
+        _part("MI325X", 6.0e12, 256e9, 1307.4, 81.7, 2614.9, 2614.9, kind="datacenter", link="xGMI"),
         _part("L4", 0.3e12, 24e9, 121, 30.3, 242.5, 242.5, kind="gddr", link="PCIe4"),
         _part("L40S", 0.864e12, 48e9, 362.05, 91.6, 733, 733, kind="gddr", link="PCIe4"),
+        _part("RTX-6000-Ada", 0.96e12, 48e9, 364.25, 91.1, 728.5, 728.5, kind="gddr", link="PCIe4"),
+        _part("RTX-PRO-6000", 1.792e12, 96e9, 500, 125, 1000, 1000, kind="gddr", link="PCIe5"),
         _part("RTX-4090", 1.008e12, 24e9, 165.2, 82.6, 330.3, 660.6, kind="gddr", link="PCIe4"),
         _part("M2-Ultra", 0.8e12, 192e9, 27.2, 27.2, kind="apple", estimated=True),
         _part("M3-Max", 0.4e12, 128e9, 16.4, 16.4, kind="apple", estimated=True),
@@ -76,14 +88,19 @@ US = 1e-6
 LINKS = {
     "NVLink3": Link("NVLink3", 300e9, 5 * US),
     "NVLink4": Link("NVLink4", 450e9, 5 * US),
-    "PCIe4": Link("PCIe4", 32e9, 10 * US),
-    "PCIe5": Link("PCIe5", 64e9, 10 * US),
+    "NVLink5": Link("NVLink5", 900e9, 5 * US),
+    "xGMI": Link("xGMI", 448e9, 5 * US),
+    "PCIe4": Link("PCIe4", 32e9, 10 * US, peer_to_peer=False),
+    "PCIe5": Link("PCIe5", 64e9, 10 * US, peer_to_peer=False),
 }
+# What a client's TTFT holds beyond the engine's prefill (docs/cost.md, "Request overhead"): chosen from the
+# short-prompt NIM row of the validation table, where the estimate fell 12.6 ms short of the measurement.
+REQUEST_S = 10e-3
 # Default efficiencies per hardware class (docs/cost.md, "Estimates": where they come from, and how well they
 # matched the published measurements there). GDDR and Apple parts have no published point checked yet: they take
 # the data-centre values, and cost says so.
 EFFICIENCY = {
-    "datacenter": Efficiency(memory=0.80, compute=0.60, layer=15 * US, step=0.5e-3),
+    "datacenter": Efficiency(memory=0.80, compute=0.60, layer=15 * US, step=0.5e-3, request=REQUEST_S),
 }
 
 
@@ -105,10 +122,9 @@ UNITS = ("flop/s", "flops", "b/s", "b")
 
 
 def quantity(option: str, text: str) -> float:
-    """'3.35e12', '3.35T', '3.35 TB/s', '989 TFLOP/s', '80GB', '80GiB' -> a positive number of units."""
-    from attncalc.errors import InputError
-
-    expected = "a positive number, optionally with k, M, G, T, P (powers of 1000) or Ki, Mi, Gi, Ti, e.g. 3.35T"
+    """'3.35e12', '3.35T', '3.35 TB/s', '989 TFLOP/s', '80GB', '80GiB' -> a number of units, at least 1 (below
+    one byte or FLOP a second, a step's time leaves float range)."""
+    expected = "a number >= 1, optionally with k, M, G, T, P (powers of 1000) or Ki, Mi, Gi, Ti, e.g. 3.35T"
     rest = text.strip().lower().replace(" ", "")
     for unit in UNITS:
         if rest.endswith(unit):
@@ -119,7 +135,7 @@ def quantity(option: str, text: str) -> float:
         value = float(rest[: len(rest) - len(prefix)]) * SCALE[prefix]
     except ValueError:
         raise InputError(option, expected, repr(text)) from None
-    if not value > 0 or value == float("inf"):
+    if not value >= 1 or value == float("inf"):
         raise InputError(option, expected, repr(text))
     return value
 

@@ -16,6 +16,12 @@ Pure: no printing, no I/O (the files are read by `attncalc.inputs.model_config`)
 from attncalc import texts
 from attncalc.errors import InputError, describe
 from attncalc.inputs.model_config import read_config  # noqa: F401 (re-exported: kvcache reads a config.json)
+from attncalc.serving import mla
+from attncalc.serving.fields import (
+    check_count,
+    human,  # noqa: F401 (re-exported)
+)
+from attncalc.serving.fields import get_int as _get_int
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 _TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -35,37 +41,8 @@ ENCODER_ONLY_TYPES = (
 ENCODER_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering")
 
 
-def human(n: int) -> str:
-    """Binary units: 1073741824 -> '1.00 GiB'; under 1 KiB -> '512 B'."""
-    if n < 1024:
-        return f"{n} B"
-    value, units = n / 1024, ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-    while value >= 1024 and len(units) > 1:
-        value, units = value / 1024, units[1:]
-    return f"{value:.2f} {units[0]}"
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _get_int(cfg: dict, keys: tuple, at: str, minimum: int = 1, required: bool = True):
-    """First present (non-null) key among `keys`, checked to be an integer >= minimum; returns (key, value)."""
-    for key in keys:
-        if cfg.get(key) is not None:
-            value = cfg[key]
-            if not _is_int(value) or value < minimum:
-                raise InputError(at + key, f"an integer >= {minimum}", describe(value))
-            return key, value
-    if required:
-        alts = " or ".join(keys)
-        raise InputError(at + keys[0], f"an integer >= {minimum} (key {alts})", "no such key")
-    return keys[0], None
-
-
 def _check_arg(name: str, value) -> None:
-    if not _is_int(value) or value < 1:
-        raise InputError(name, "an integer >= 1", describe(value))
+    check_count(name, value)
 
 
 def _layer_split(cfg: dict, layers: int, at: str, notes: list):
@@ -193,6 +170,71 @@ def kv_cache(
     """Size the KV cache of `config` for `tokens` tokens × `batch` sequences; every term is returned."""
     _check_arg("--tokens", tokens)
     _check_arg("--batch", batch)
+    at, cfg, notes = _text_config(config, source)
+    _, layers = _get_int(cfg, ("num_hidden_layers", "n_layer"), at)
+    h = mla.heads(cfg, at, notes) if mla.is_mla(cfg) else _heads(cfg, at, notes)
+    name = pick_dtype(dtype, cfg, config, notes, option=option)
+    nbytes = DTYPE_BYTES[name]
+    encoder_only = is_encoder_only(cfg)
+    if encoder_only:
+        full, sliding, window = 0, 0, None
+        notes.append(texts.t("kvcache.encoder_only", model_type=cfg.get("model_type") or "?"))
+    else:
+        full, sliding, window = _layer_split(cfg, layers, at, notes)
+    cached_full = tokens if full else 0
+    cached_sliding = min(tokens, window) if sliding else 0
+    if sliding and tokens >= window:
+        notes.append(texts.t("kvcache.window_full", window=window, tokens=tokens, sliding=sliding))
+    context, context_from = reach(cfg, at, notes)
+    if context is not None and tokens > context:
+        notes.append(texts.t("kvcache.beyond_context", tokens=tokens, context=context, source=context_from))
+    per_value = h["tensors"] * h["kv"] * h["head_dim"] * nbytes  # one token's K and V (MLA: its latent) on one layer
+    total = per_value * batch * (full * cached_full + sliding * cached_sliding)
+    per_token = per_value * (full + sliding)
+    next_token = per_value * (full + (sliding if tokens < (window or 0) else 0))
+    if not encoder_only:
+        notes.append(texts.t("kvcache.per_sequence", per_token=per_token, next_token=next_token, batch=batch))
+    counts = {"full": full, "sliding": sliding, "cached_full": cached_full, "cached_sliding": cached_sliding}
+    return {
+        "bytes": total,
+        "human": human(total),
+        "per_token_bytes": per_token,
+        "next_token_bytes": next_token,
+        "context": context,
+        "encoder_only": encoder_only,
+        "terms": {
+            "layers": layers,
+            "kv_heads": h["kv"],
+            "head_dim": h["head_dim"],
+            "tokens": tokens,
+            "batch": batch,
+            "bytes_per_value": nbytes,
+            "dtype": name,
+            "full_layers": full,
+            "sliding_layers": sliding,
+            "sliding_window": window,
+            "cached_tokens_full": cached_full,
+            "cached_tokens_sliding": cached_sliding,
+            "query_heads": h["heads"],
+            "d_model": h["d_model"],
+            "query_heads_per_kv_head": h["group"],
+            "cache_tensors": h["tensors"],
+            "mla": h.get("mla"),
+            "qk_dim": h["qk_dim"],
+            "v_dim": h["v_dim"],
+            "decode_qk_dim": h["decode_qk_dim"],
+            "decode_v_dim": h["decode_v_dim"],
+        },
+        "formula": mla.formula(layers, h["mla"], tokens, batch, nbytes, total)
+        if "mla" in h
+        else _formula(counts, h, batch, nbytes, total, encoder_only),
+        "notes": notes,
+        "shapes": mla.shapes(h, tokens, batch) if "mla" in h else _shapes(counts, h, tokens, batch),
+    }
+
+
+def _text_config(config, source: str):
+    """(where to point, the text model's config, notes): a multimodal config's `text_config`, else itself."""
     if not isinstance(config, dict):
         raise InputError(source, "a JSON object", type(config).__name__)
     at, cfg, notes = f"{source}: ", config, []
@@ -201,18 +243,27 @@ def kv_cache(
             raise InputError(at + "text_config", "a JSON object", describe(config["text_config"]))
         at, cfg = at + "text_config.", config["text_config"]
         notes.append(texts.t("kvcache.nested"))
-    _, layers = _get_int(cfg, ("num_hidden_layers", "n_layer"), at)
+    return at, cfg, notes
+
+
+def _kv_heads(cfg: dict, at: str, hkey: str, heads: int):
+    """(the key it came from, KV heads): num_key_value_heads, Falcon's num_kv_heads / multi_query, else MHA."""
+    kvkey, kv = _get_int(cfg, ("num_key_value_heads",), at, required=False)
+    if kv is not None:
+        return kvkey, kv
+    falcon_kv = cfg.get("new_decoder_architecture") is True or cfg.get("multi_query") is False
+    if cfg.get("num_kv_heads") is not None and falcon_kv:
+        return _get_int(cfg, ("num_kv_heads",), at)
+    if cfg.get("multi_query") is True:
+        return "multi_query", 1
+    return hkey, heads
+
+
+def _heads(cfg: dict, at: str, notes: list) -> dict:
+    """Query heads, KV heads, their grouping, d_model and head_dim, each said where it came from."""
     hkey, heads = _get_int(cfg, ("num_attention_heads", "n_head"), at)
     dkey, d_model = _get_int(cfg, ("hidden_size", "n_embd"), at)
-    kvkey, kv = _get_int(cfg, ("num_key_value_heads",), at, required=False)
-    if kv is None:
-        falcon_kv = cfg.get("new_decoder_architecture") is True or cfg.get("multi_query") is False
-        if cfg.get("num_kv_heads") is not None and falcon_kv:
-            kvkey, kv = _get_int(cfg, ("num_kv_heads",), at)
-        elif cfg.get("multi_query") is True:
-            kvkey, kv = "multi_query", 1
-        else:
-            kvkey, kv = hkey, heads
+    kvkey, kv = _kv_heads(cfg, at, hkey, heads)
     if heads % kv:
         raise InputError(at + kvkey, f"a divisor of {hkey} ({heads})", str(kv))
     group = heads // kv
@@ -238,35 +289,33 @@ def kv_cache(
         notes.append(texts.t("kvcache.head_dim", dkey=dkey, hkey=hkey, d_model=d_model, heads=heads, head_dim=head_dim))
     elif head_dim * heads != d_model:
         notes.append(texts.t("kvcache.head_dim_given", head_dim=head_dim, dkey=dkey, hkey=hkey, ratio=d_model / heads))
-    name = pick_dtype(dtype, cfg, config, notes, option=option)
-    nbytes = DTYPE_BYTES[name]
-    encoder_only = is_encoder_only(cfg)
+    return {
+        "heads": heads,
+        "kv": kv,
+        "group": group,
+        "d_model": d_model,
+        "head_dim": head_dim,
+        "tensors": 2,  # K and V
+        **dict.fromkeys(("qk_dim", "v_dim", "decode_qk_dim", "decode_v_dim"), head_dim),
+    }
+
+
+def _formula(c: dict, h: dict, batch: int, nbytes: int, total: int, encoder_only: bool) -> str:
+    """The formula with its numbers; the layers × tokens product becomes a sum over two layer kinds."""
     if encoder_only:
-        full, sliding, window = 0, 0, None
-        notes.append(texts.t("kvcache.encoder_only", model_type=cfg.get("model_type") or "?"))
-    else:
-        full, sliding, window = _layer_split(cfg, layers, at, notes)
-    cached_full = tokens if full else 0
-    cached_sliding = min(tokens, window) if sliding else 0
-    if sliding and tokens >= window:
-        notes.append(texts.t("kvcache.window_full", window=window, tokens=tokens, sliding=sliding))
-    context, context_from = reach(cfg, at, notes)
-    if context is not None and tokens > context:
-        notes.append(texts.t("kvcache.beyond_context", tokens=tokens, context=context, source=context_from))
-    per_value = 2 * kv * head_dim * nbytes  # one token's K and V on one layer
-    total = per_value * batch * (full * cached_full + sliding * cached_sliding)
-    per_token = per_value * (full + sliding)
-    next_token = per_value * (full + (sliding if tokens < (window or 0) else 0))
-    if not encoder_only:
-        notes.append(texts.t("kvcache.per_sequence", per_token=per_token, next_token=next_token, batch=batch))
-    n, t = (full, cached_full) if full else (sliding, cached_sliding)
-    formula = f"2 × {n} × {kv} × {head_dim} × {t} × {batch} × {nbytes} = {total:,}"
-    if encoder_only:
-        formula = texts.t("kvcache.no_cache_formula")
-    elif full and sliding:  # the layers × tokens product becomes a sum over the two layer kinds
-        formula = (
-            f"2 × ({full} × {t} + {sliding} × {cached_sliding}) × {kv} × {head_dim} × {batch} × {nbytes} = {total:,}"
+        return texts.t("kvcache.no_cache_formula")
+    kv, head_dim = h["kv"], h["head_dim"]
+    if c["full"] and c["sliding"]:
+        return (
+            f"2 × ({c['full']} × {c['cached_full']} + {c['sliding']} × {c['cached_sliding']}) × {kv} × {head_dim}"
+            f" × {batch} × {nbytes} = {total:,}"
         )
+    n, t = (c["full"], c["cached_full"]) if c["full"] else (c["sliding"], c["cached_sliding"])
+    return f"2 × {n} × {kv} × {head_dim} × {t} × {batch} × {nbytes} = {total:,}"
+
+
+def _shapes(c: dict, h: dict, tokens: int, batch: int) -> dict:
+    d_model, heads, kv, head_dim = h["d_model"], h["heads"], h["kv"], h["head_dim"]
     kv_shape = [batch, kv, tokens, head_dim]
     shapes = {
         "X": [batch, tokens, d_model],
@@ -277,36 +326,9 @@ def kv_cache(
         "Q": [batch, heads, tokens, head_dim],
         "K": kv_shape,
         "V": list(kv_shape),
-        "K cache (per layer)": [batch, kv, cached_full if full else cached_sliding, head_dim],
-        "query heads per KV head": group,
+        "K cache (per layer)": [batch, kv, c["cached_full"] if c["full"] else c["cached_sliding"], head_dim],
+        "query heads per KV head": h["group"],
     }
-    if full and sliding:
-        shapes["K cache (sliding layer)"] = [batch, kv, cached_sliding, head_dim]
-    return {
-        "bytes": total,
-        "human": human(total),
-        "per_token_bytes": per_token,
-        "next_token_bytes": next_token,
-        "context": context,
-        "encoder_only": encoder_only,
-        "terms": {
-            "layers": layers,
-            "kv_heads": kv,
-            "head_dim": head_dim,
-            "tokens": tokens,
-            "batch": batch,
-            "bytes_per_value": nbytes,
-            "dtype": name,
-            "full_layers": full,
-            "sliding_layers": sliding,
-            "sliding_window": window,
-            "cached_tokens_full": cached_full,
-            "cached_tokens_sliding": cached_sliding,
-            "query_heads": heads,
-            "d_model": d_model,
-            "query_heads_per_kv_head": group,
-        },
-        "formula": formula,
-        "notes": notes,
-        "shapes": shapes,
-    }
+    if c["full"] and c["sliding"]:
+        shapes["K cache (sliding layer)"] = [batch, kv, c["cached_sliding"], head_dim]
+    return shapes

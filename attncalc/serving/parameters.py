@@ -8,6 +8,8 @@ many a token uses, so `active` counts k/E of them. Pure: no I/O.
 from __future__ import annotations
 
 from attncalc.errors import InputError, describe
+from attncalc.serving import mla
+from attncalc.serving.fields import check_count
 from attncalc.serving.kvcache import is_encoder_only
 
 # gate/up/down MLP, RMSNorm
@@ -17,13 +19,11 @@ TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text", "gpt2")  # transf
 QKV_BIAS_ALWAYS = ("qwen2", "qwen2_moe")  # Qwen2Attention, Qwen2MoeAttention: q, k, v with bias, o without
 
 
-def _int(cfg: dict, keys: tuple, at: str, default=None) -> int:
+def _int(cfg: dict, keys: tuple, at: str, default=None, minimum: int = 1) -> int:
     for key in keys:
         value = cfg.get(key)
         if value is not None:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(at + key, "an integer >= 1", describe(value))
-            return value
+            return check_count(at + key, value, minimum)
     if default is None:
         raise InputError(at + keys[0], "an integer >= 1 (key " + " or ".join(keys) + ")", "no such key")
     return default
@@ -42,36 +42,47 @@ def _linear(name: str, rows: int, cols: int, bias: bool) -> dict:
 
 
 def parameter_terms(config: dict, source: str = "config.json") -> dict:
-    """Every parameter tensor family of a decoder-only model, term by term; totals and the matmul weights."""
+    """Every parameter tensor family of a decoder-only model, term by term; totals and the matmul weights.
+
+    `per_layer` is the terms of the `layers` main layers; `dense` (DeepSeek's first layers, a plain MLP where the
+    others have experts) is another group of layers with its own terms, or None."""
     at, cfg = f"{source}: ", config
     if isinstance(config.get("text_config"), dict):
         at, cfg = at + "text_config.", config["text_config"]
     model_type = cfg.get("model_type")
     if is_encoder_only(cfg):
         raise InputError(at + "model_type", "a decoder that generates tokens", f"encoder-only {model_type}")
+    dense = None
     if model_type == "gpt2":
         layers, per_layer, model = _gpt2(cfg, at)
     elif model_type in GATED or model_type in MOE:
         layers, per_layer, model = _gated(cfg, at, model_type)
+    elif model_type in mla.MLA_TYPES:
+        layers, per_layer, model, dense = _deepseek(cfg, at)
     else:
-        raise InputError(at + "model_type", "one of " + ", ".join(GATED + MOE + ("gpt2",)), describe(model_type))
-    layer_total = sum(t["count"] for t in per_layer)
-    total = layer_total * layers + sum(t["count"] for t in model)
-    # a token uses k of an MoE layer's E experts: its active parameters count k/E of each expert term
-    active_layer = sum(t["count"] * t.get("active", 1.0) for t in per_layer)
+        known = GATED + MOE + mla.MLA_TYPES + ("gpt2",)
+        raise InputError(at + "model_type", "one of " + ", ".join(known), describe(model_type))
+    groups = [(layers, per_layer)] + ([(dense["layers"], dense["per_layer"])] if dense else [])
     expert_terms = [t for t in per_layer if "experts" in t]
+
+    def over_layers(value) -> float:  # a per-layer sum, over every group of layers
+        return sum(n * sum(value(t) for t in terms) for n, terms in groups)
+
+    once = sum(t["count"] for t in model)
     return {
-        "active": round(active_layer * layers + sum(t["count"] for t in model)),
+        "active": round(over_layers(lambda t: t["count"] * t.get("active", 1.0)) + once),
         "experts": expert_terms[0]["experts"] if expert_terms else None,
         "experts_per_token": expert_terms[0]["per_token"] if expert_terms else None,
         "expert_bytes_params": expert_terms[0]["count"] // expert_terms[0]["experts"] if expert_terms else 0,
-        "total": total,
+        "moe_layers": layers if expert_terms else 0,
+        "total": round(over_layers(lambda t: t["count"])) + once,
         "layers": layers,
         "per_layer": per_layer,
-        "per_layer_total": layer_total,
+        "per_layer_total": sum(t["count"] for t in per_layer),
+        "dense": dense,
         "model": model,  # embeddings, final norm, lm_head, learned positions
-        "layer_matmul": layers * sum(t.get("matmul_count", 0) for t in per_layer),  # every weight matrix
-        "active_layer_matmul": round(layers * sum(t.get("matmul_count", 0) * t.get("active", 1.0) for t in per_layer)),
+        "layer_matmul": round(over_layers(lambda t: t.get("matmul_count", 0))),  # every weight matrix
+        "active_layer_matmul": round(over_layers(lambda t: t.get("matmul_count", 0) * t.get("active", 1.0))),
         "lm_head_matmul": next(t["matmul_count"] for t in model if t["name"] in ("lm_head", "lm_head (tied)")),
     }
 
@@ -86,14 +97,25 @@ def _gpt2(cfg: dict, at: str):
         _linear(name, d, d, bias=True) for name in ("q (c_attn)", "k (c_attn)", "v (c_attn)", "o (attn.c_proj)")
     ]
     per_layer += [_linear("mlp.c_fc", d, inner, True), _linear("mlp.c_proj", inner, d, True), norm]
-    tied = {**_term("lm_head (tied)", 0, f"= wte ({vocab} × {d})", matmul=True), "matmul_count": vocab * d}
     model = [
         _term("wte", vocab * d, f"{vocab} × {d}", matmul=False),
         _term("wpe (learned positions)", positions * d, f"{positions} × {d}", matmul=False),
         _term("ln_f (γ, β)", 2 * d, f"2 × {d}", matmul=False),
-        tied,
+        _lm_head(cfg, at, "gpt2", "wte", vocab, d),
     ]
     return _int(cfg, ("n_layer", "num_hidden_layers"), at), per_layer, model
+
+
+def _expert_term(experts: int, k: int, d: int, width: int) -> dict:
+    """E gated experts of 3 × d × width weights, k of them used per token."""
+    count = experts * 3 * d * width
+    return {
+        **_term(f"{experts} experts × (gate, up, down)", count, f"{experts} × 3 × {d} × {width}", True, True),
+        "matmul_count": count,
+        "experts": experts,
+        "per_token": k,
+        "active": k / experts,
+    }
 
 
 def _gated(cfg: dict, at: str, model_type: str):
@@ -115,29 +137,32 @@ def _gated(cfg: dict, at: str, model_type: str):
     if model_type in MOE:
         per_layer += _experts(cfg, at, model_type, d)
     else:
-        per_layer += [
-            _linear("gate_proj", d, inner, mlp_bias),
-            _linear("up_proj", d, inner, mlp_bias),
-            _linear("down_proj", inner, d, mlp_bias),
-        ]
+        per_layer += _gated_mlp(d, inner, mlp_bias)
     norms = 4 if model_type.startswith(("gemma2", "gemma3")) else 2  # Gemma 2 and 3 add post-sublayer norms
     per_layer.append(_term(f"{norms} RMSNorm γ", norms * d, f"{norms} × {d}", matmul=False, per_layer=True))
     if model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):  # QK-norm
         per_layer.append(_term("q_norm, k_norm γ", 2 * head_dim, f"2 × {head_dim}", matmul=False, per_layer=True))
-    tied = cfg.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT) is True
-    if tied:
-        lm_head = {
-            **_term("lm_head (tied)", 0, f"= embed_tokens ({vocab} × {d})", matmul=True),
-            "matmul_count": vocab * d,
-        }
-    else:
-        lm_head = {**_term("lm_head", vocab * d, f"{d} × {vocab}", matmul=True), "matmul_count": vocab * d}
-    model = [
+    return _int(cfg, ("num_hidden_layers",), at), per_layer, _once(cfg, at, model_type, vocab, d)
+
+
+def _once(cfg: dict, at: str, model_type: str, vocab: int, d: int) -> list[dict]:
+    """What a model holds once: the embeddings, the final norm and lm_head."""
+    return [
         _term("embed_tokens", vocab * d, f"{vocab} × {d}", matmul=False),
         _term("norm γ (final)", d, str(d), matmul=False),
-        lm_head,
+        _lm_head(cfg, at, model_type, "embed_tokens", vocab, d),
     ]
-    return _int(cfg, ("num_hidden_layers",), at), per_layer, model
+
+
+def _lm_head(cfg: dict, at: str, model_type: str, embedding: str, vocab: int, d: int) -> dict:
+    """lm_head: the embedding matrix again when `tie_word_embeddings` (transformers' default per model type),
+    else its own vocab × d weights."""
+    tied = cfg.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT)
+    if not isinstance(tied, bool):
+        raise InputError(at + "tie_word_embeddings", "true or false", describe(tied))
+    if tied:
+        return {**_term("lm_head (tied)", 0, f"= {embedding} ({vocab} × {d})", matmul=True), "matmul_count": vocab * d}
+    return {**_term("lm_head", vocab * d, f"{d} × {vocab}", matmul=True), "matmul_count": vocab * d}
 
 
 def _experts(cfg: dict, at: str, model_type: str, d: int) -> list[dict]:
@@ -157,23 +182,52 @@ def _experts(cfg: dict, at: str, model_type: str, d: int) -> list[dict]:
     if k > experts:
         raise InputError(at + "num_experts_per_tok", f"at most the {experts} experts", str(k))
     width = _int(cfg, ("intermediate_size",) if model_type == "mixtral" else ("moe_intermediate_size",), at)
-    expert = 3 * d * width
-    terms = [
-        _linear("router (gate)", d, experts, False),
-        {
-            **_term(
-                f"{experts} experts × (gate, up, down)", experts * expert, f"{experts} × 3 × {d} × {width}", True, True
-            ),
-            "matmul_count": experts * expert,
-            "experts": experts,
-            "per_token": k,
-            "active": k / experts,
-        },
-    ]
-    shared = cfg.get("shared_expert_intermediate_size")
+    terms = [_linear("router (gate)", d, experts, False), _expert_term(experts, k, d, width)]
+    shared = _int(cfg, ("shared_expert_intermediate_size",), at, default=0, minimum=0)
     if model_type == "qwen2_moe" and shared:
         terms.append(
             {**_linear("shared expert (gate, up, down)", d, 3 * shared, False), "formula": f"3 × {d} × {shared}"}
         )
         terms.append(_linear("shared_expert_gate", d, 1, False))
     return terms
+
+
+def _gated_mlp(d: int, inner: int, bias: bool) -> list[dict]:
+    return [
+        _linear("gate_proj", d, inner, bias),
+        _linear("up_proj", d, inner, bias),
+        _linear("down_proj", inner, d, bias),
+    ]
+
+
+def _deepseek(cfg: dict, at: str):
+    """DeepSeek-V2/V3 and Kimi K2: MLA attention in every layer; the first `first_k_dense_replace` layers have a
+    gated MLP of `intermediate_size`, the others E routed experts of `moe_intermediate_size` (k per token), a
+    router d × E and `n_shared_experts` experts every token uses. The multi-token-prediction layer
+    (`num_nextn_predict_layers`) is not part of the model that serves tokens and is not counted."""
+    d = _int(cfg, ("hidden_size",), at)
+    layers = _int(cfg, ("num_hidden_layers",), at)
+    vocab = _int(cfg, ("vocab_size",), at)
+    first_dense = _int(cfg, ("first_k_dense_replace",), at, default=0, minimum=0)
+    if first_dense > layers:
+        raise InputError(at + "first_k_dense_replace", f"at most the {layers} layers", str(first_dense))
+    if _int(cfg, ("moe_layer_freq",), at, default=1) != 1:
+        raise InputError(at + "moe_layer_freq", "1 (every layer after the dense ones an MoE layer)", "another value")
+    attention = mla.attention_terms(cfg, at, d, _linear, _term)
+    norms = _term("2 RMSNorm γ", 2 * d, f"2 × {d}", matmul=False, per_layer=True)
+    experts = _int(cfg, ("n_routed_experts",), at)
+    k = _int(cfg, ("num_experts_per_tok",), at)
+    if k > experts:
+        raise InputError(at + "num_experts_per_tok", f"at most the {experts} experts", str(k))
+    width = _int(cfg, ("moe_intermediate_size",), at)
+    shared = _int(cfg, ("n_shared_experts",), at, default=0, minimum=0)
+    moe = [_linear("router (gate)", d, experts, False), _expert_term(experts, k, d, width)]
+    if shared:
+        moe.append({**_linear("shared experts (gate, up, down)", d, 3 * shared * width, False)})
+        moe[-1]["formula"] = f"{shared} × 3 × {d} × {width}"
+    dense = None
+    if first_dense:
+        inner = _int(cfg, ("intermediate_size",), at)
+        per_dense = attention + _gated_mlp(d, inner, False) + [norms]
+        dense = {"layers": first_dense, "per_layer": per_dense, "per_layer_total": sum(t["count"] for t in per_dense)}
+    return layers - first_dense, attention + moe + [norms], _once(cfg, at, cfg.get("model_type"), vocab, d), dense

@@ -17,8 +17,10 @@ import mmap
 import struct
 from dataclasses import dataclass
 
-from attncalc.errors import InputError
+from attncalc.errors import MODELS_EXTRA, InputError
 from attncalc.inputs import files
+
+GGUF_INSTALL = MODELS_EXTRA + " (the gguf package)"
 
 SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 STRING, ARRAY = 8, 9
@@ -153,8 +155,6 @@ def _type_sizes(path: str) -> dict:
     try:
         from gguf.constants import GGML_QUANT_SIZES
     except ImportError:
-        from attncalc.inputs.model_config import GGUF_INSTALL
-
         raise InputError(path, "the gguf package to read a GGUF file: " + GGUF_INSTALL, "not installed") from None
     return {int(t): bs for t, bs in GGML_QUANT_SIZES.items()}
 

@@ -1,0 +1,158 @@
+"""Throughput: a fixed batch run to the end (static batching), and the steady state of in-flight batching.
+
+Static batching (what `vllm bench latency` and TensorRT-LLM's gptSessionBenchmark time): B sequences are read
+together, then decoded together O steps:
+    tokens/s = B × O / (TTFT + O × TPOT at the mean length prompt + O/2)
+(a decode step's bytes grow linearly with the cache, so the step at the mean length is the mean step).
+
+In-flight batching (what `trtllm-bench throughput` and `vllm bench throughput` measure, requests arriving as
+fast as they are served): a finished sequence's slot is refilled at once, so on average a sequence in flight is
+half-way through its output, holding the KV of prompt + O/2 tokens. The batch is what the memory left for the KV
+cache holds — (0.9 × memory − weights) / KV of one such sequence, vLLM's `gpu_memory_utilization` default and
+TensorRT-LLM's `kv_cache_free_gpu_mem_fraction` — at most the engine's cap on sequences (vLLM's `max_num_seqs`,
+256 by default). Every step decodes one token of each of the B sequences, and the prompts of the requests that
+replace finished ones are read in chunks inside the same steps (chunked prefill): B / O requests finish per step,
+so B × prompt / O prompt tokens join each step. A step reads the weights once and the cache of B sequences:
+    step = max(FLOPs / (η_c × peak), bytes / (η_m × bandwidth)) + layers × per-layer + per-step + all-reduces
+    output tokens/s = B / step,  requests/s = B / (O × step)
+Pipeline parallelism over P stages: each GPU holds 1/P of the layers, so its memory holds more sequences; P
+micro-batches of B/P are in flight at once, one in each stage, so every stage is busy and a micro-batch of B/P
+sequences gains a token every stage step: tokens/s = (B/P) / stage step. Throughput grows with P; one request's
+time per token is P stage steps, no shorter. Pure arithmetic: no I/O.
+"""
+
+from __future__ import annotations
+
+from attncalc.serving import estimate
+
+MEMORY_FRACTION = 0.9
+MAX_SEQS = 256
+
+
+def step_work(s: dict, decode: float, new_tokens: float, keys: float) -> tuple[float, float]:
+    """(FLOPs, bytes) of one step on one GPU: `decode` sequences each adding a token and holding `keys` cached
+    tokens, and `new_tokens` prompt tokens read in the same step (of `new_tokens / prompt` requests)."""
+    tokens = decode + new_tokens
+    requests = new_tokens / s["prompt"]
+    flops = (
+        2 * s["matmul"] * tokens
+        + 2 * s["lm_head"] * decode
+        + decode * s["decode_attention_per_key"] * keys
+        + requests * s["prefill_attention"]
+    )
+    weights = s["weights_per_gpu"]
+    if s["experts"]:  # a step touches the experts its tokens route to
+        touched = estimate.experts_touched(s["experts"], s["experts_per_token"], tokens)
+        weights -= s["moe_layers"] * (s["experts"] - touched) * s["expert_bytes"] / s["ways"]
+    return flops / s["ways"], weights + decode * keys * s["kv_token_per_gpu"]
+
+
+IDEAL = None  # the roofline: full peaks, no fixed costs, no communication (`step_seconds(..., eff=IDEAL)`)
+
+
+def step_seconds(s: dict, hw: dict, eff, decode: float, new_tokens: float, keys: float) -> dict:
+    """A step's estimate at `eff`, or its roofline bound when `eff` is IDEAL."""
+    flops, nbytes = step_work(s, decode, new_tokens, keys)
+    if eff is IDEAL:
+        seconds = max(flops / hw["peak"], nbytes / hw["bandwidth"])
+        return {"flops": flops, "bytes": nbytes, "seconds": seconds}
+    comm = 0.0
+    values = (decode + new_tokens) * s["d_model"]
+    if s["tp"] > 1:
+        comm += 2 * s["stage_layers"] * estimate.allreduce(values, s["value_bytes"], s["tp"], s["link"])["seconds"]
+    if s["pp"] > 1:
+        comm += estimate.send(values, s["value_bytes"], s["link"])["seconds"]
+    return estimate.step(
+        flops,
+        nbytes,
+        peak=hw["peak"],
+        bandwidth=hw["bandwidth"],
+        efficiency=eff,
+        layers=s["stage_layers"],
+        comm_s=comm,
+    )
+
+
+def static(s: dict, hw: dict, eff, batch: int, ttft_s: float, ttft_bound_s: float) -> dict:
+    """A batch of `batch` sequences read together, then decoded together to the end; and its bound."""
+    mean = s["prompt"] + s["generate"] / 2
+    one = step_seconds(s, hw, eff, batch, 0, mean)
+    total = ttft_s + s["generate"] * one["seconds"] * s["pp"]  # a stage step per stage, in turn
+    bound = ttft_bound_s + s["generate"] * step_seconds(s, hw, IDEAL, batch, 0, mean)["seconds"] * s["pp"]
+    return {
+        "batch": batch,
+        "mean_tokens": mean,
+        "step": one,
+        "seconds": total,
+        "tokens_per_s": batch * s["generate"] / total,
+        "bound_seconds": bound,
+        "bound_tokens_per_s": batch * s["generate"] / bound,
+    }
+
+
+def at_load(s: dict, hw: dict, eff, max_seqs: int) -> dict | None:
+    """The steady state of in-flight batching; None without a memory figure or when one sequence does not fit."""
+    mean = s["prompt"] + s["generate"] / 2
+    room = MEMORY_FRACTION * hw["memory"] - s["weights_per_gpu"]
+    per_sequence = s["kv_token_per_gpu"] * mean
+    fits = int(room // per_sequence) if room > 0 and per_sequence else 0
+    batch = min(fits, max_seqs)
+    if batch < 1:
+        return None
+    micro = batch / s["pp"]
+    new = micro * s["prompt"] / s["generate"]
+    one = step_seconds(s, hw, eff, micro, new, mean)
+    rate = micro / one["seconds"]
+    return {
+        "memory_fraction": MEMORY_FRACTION,
+        "room_bytes": room,
+        "kv_bytes_per_sequence": per_sequence,
+        "mean_tokens": mean,
+        "fits": fits,
+        "max_seqs": max_seqs,
+        "batch": batch,
+        "micro_batch": micro,
+        "prompt_tokens_per_step": micro * s["prompt"] / s["generate"],
+        "step": one,
+        "tokens_per_s": rate,
+        "requests_per_s": rate / s["generate"],
+        "total_tokens_per_s": rate * (s["prompt"] + s["generate"]) / s["generate"],
+        "bound_tokens_per_s": micro / step_seconds(s, hw, IDEAL, micro, new, mean)["seconds"],
+    }
+
+
+def shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link) -> dict:
+    """What the throughput model needs of this model on these GPUs, from `serving_cost`'s terms."""
+    t = kv["kv"]["terms"]
+    share = gpus["kv_heads"] / t["kv_heads"] / pp
+    return {
+        "prompt": prompt,
+        "generate": generate,
+        "matmul": params["active_layer_matmul"],
+        "lm_head": params["lm_head_matmul"],
+        "decode_attention_per_key": 2 * t["query_heads"] * (t["decode_qk_dim"] + t["decode_v_dim"]) * t["layers"],
+        "prefill_attention": flops["attention"],
+        "weights_per_gpu": weights["bytes"] / (tp * pp),
+        "kv_token_per_gpu": kv["kv"]["per_token_bytes"] * share,
+        "experts": params["experts"],
+        "experts_per_token": params["experts_per_token"],
+        "moe_layers": params["moe_layers"],
+        "expert_bytes": round(params["expert_bytes_params"] * (weights["bits"] + weights["scale_bits"]) / 8),
+        "ways": tp * pp,
+        "tp": tp,
+        "pp": pp,
+        "stage_layers": gpus["layers"],
+        "d_model": t["d_model"],
+        "value_bytes": 4 if kv["compute_dtype"] == "fp32" else 2,
+        "link": link,
+    }
+
+
+def figures(shape, hardware, peak: float, eff, batch: int, max_seqs: int, bounds, estimates) -> dict:
+    """A static batch of --batch, and in-flight batching at load (None without a memory figure)."""
+    hw = {"peak": peak, "bandwidth": hardware.bandwidth, "memory": hardware.memory}
+    ttft, ttft_bound = estimates["prefill"]["seconds"], bounds["prefill"]["seconds"]
+    return {
+        "static": static(shape, hw, eff, batch, ttft, ttft_bound),
+        "in_flight": at_load(shape, hw, eff, max_seqs) if hardware.memory else None,
+    }

@@ -1,0 +1,284 @@
+"""Issue 37: the terms `cost` adds for serving as it is measured — all-reduce by message size, the request overhead,
+multi-head latent attention and DeepSeek's parameters — each derived by hand here."""
+
+import os
+
+import pytest
+
+from attncalc.inputs.model_config import read_config
+from attncalc.serving.cost import serving_cost
+from attncalc.serving.estimate import allreduce
+from attncalc.serving.hardware import LINKS, preset
+from attncalc.serving.kvcache import kv_cache
+from attncalc.serving.parameters import parameter_terms
+
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
+NVLINK4 = LINKS["NVLink4"]  # 450e9 B/s per direction, α = 5 µs
+
+
+def load(name):
+    return read_config(os.path.join(CONFIGS, name))
+
+
+# Llama-3-70B's activations, d_model 8192 in bf16: a decode token is 16,384 B; a 2,048-token prefill 32 MiB;
+# 256 tokens 4 MiB. Times in µs, each written out: steps × 5 + bytes sent per GPU / 450e9.
+ALLREDUCES = [
+    # (tokens, tp, algorithm, steps, bytes each GPU receives)
+    (1, 2, "one-shot", 1, 16_384),  # 5 + 16,384 / 450e9 = 5.0364 µs (a ring: 10.0364)
+    (1, 4, "one-shot", 1, 3 * 16_384),  # 5 + 0.1092 = 5.1092 µs (a ring: 6 × 5 + 1.5 × 16,384 / 450e9 = 30.0546)
+    (1, 8, "one-shot", 1, 7 * 16_384),  # 5 + 0.2549 = 5.2549 µs (a ring: 14 × 5 + 0.0637 = 70.0637)
+    (256, 2, "one-shot", 1, 4_194_304),  # 4 MiB: on 2 GPUs always one-shot under 8 MiB: 5 + 9.3207 = 14.3207 µs
+    (256, 4, "two-shot", 2, 1.5 * 4_194_304),  # ≥ 512 KiB on 4: 2 × 5 + 13.9810 = 23.9810 µs
+    (256, 8, "two-shot", 2, 1.75 * 4_194_304),  # ≥ 256 KiB on 8: 2 × 5 + 16.3112 = 26.3112 µs
+    (2048, 2, "ring", 2, 33_554_432),  # 32 MiB ≥ 8 MiB: NCCL's ring, 2 × 5 + 74.5654 = 84.5654 µs
+    (2048, 4, "ring", 6, 1.5 * 33_554_432),  # 6 × 5 + 111.8481 = 141.8481 µs
+    (2048, 8, "ring", 14, 1.75 * 33_554_432),  # 14 × 5 + 130.4894 = 200.4894 µs
+]
+
+
+@pytest.mark.parametrize("tokens, tp, algorithm, steps, received", ALLREDUCES)
+def test_allreduce_by_message_size_by_hand(tokens, tp, algorithm, steps, received):
+    one = allreduce(tokens * 8192, 2, tp, NVLINK4)
+    assert (one["algorithm"], one["steps"], one["bytes"]) == (algorithm, steps, tokens * 16_384)
+    assert one["sent_per_gpu"] == pytest.approx(received, rel=1e-15)
+    assert one["seconds"] == pytest.approx(steps * 5e-6 + received / 450e9, rel=1e-12)
+
+
+def test_one_shot_against_the_ring_for_a_decode_token():
+    """At TP8 a decode all-reduce is 5.25 µs one-shot where the ring charged 70.06 µs: × 160 a token, 0.84 ms
+    instead of 11.2 ms — the gap that made TP8 decode 2–3× too slow."""
+    decode = allreduce(8192, 2, 8, NVLINK4)["seconds"]
+    assert decode * 1e6 == pytest.approx(5.254862, abs=1e-6)
+    ring = 14 * 5e-6 + 1.75 * 16_384 / 450e9
+    assert ring * 1e6 == pytest.approx(70.063716, abs=1e-6)
+    over_pcie = allreduce(8192, 2, 8, LINKS["PCIe5"])  # no peer access: NCCL's ring, 14 steps of 10 µs
+    assert over_pcie["algorithm"] == "ring" and over_pcie["seconds"] == pytest.approx(14e-6 * 10 + 28_672 / 64e9)
+
+
+def test_request_overhead_gives_the_ttft_a_client_measures():
+    """Engine TTFT as before; a client's adds the 10 ms request overhead (HTTP, tokenising, queueing, the
+    first sampling), both printed."""
+    r = serving_cost(load("llama-3-8b.json"), prompt=467, generate=128, hardware=preset("H100-SXM"))
+    est = r["estimate"]
+    assert est["request_s"] == 0.010
+    assert est["ttft_client_s"] == pytest.approx(est["ttft_s"] + 0.010, rel=1e-15)
+    # the engine's: 2 × 6,979,321,856 × 467 + 2 × 525,336,576 + 4 × 32 × 128 × 32 × 467 × 468 / 2 FLOPs at 0.6 × 989e12
+    flops = 2 * 6_979_321_856 * 467 + 2 * 525_336_576 + 4 * 32 * 128 * 32 * (467 * 468 // 2)
+    assert est["prefill"]["flops"] == flops
+    assert est["ttft_s"] == pytest.approx(flops / (0.6 * 989e12) + 32 * 15e-6 + 0.5e-3, rel=1e-12)
+
+
+def test_mla_caches_the_latent_and_the_rope_key():
+    """DeepSeek-V3 in bf16: 61 layers × (512 + 64) × 2 B = 70,272 B per token. Read as MHA (128 KV heads of
+    7168 / 128 = 56) it was 2 × 61 × 128 × 56 × 2 = 1,748,992 B, the 1.67 MiB kvcache printed before."""
+    r = kv_cache(load("deepseek-v3.json"), 1000)
+    assert r["per_token_bytes"] == 61 * (512 + 64) * 2 == 70_272
+    assert r["bytes"] == 70_272_000 and r["formula"] == "61 × (512 + 64) × 1000 × 1 × 2 = 70,272,000"
+    assert r["terms"]["kv_heads"] == 1 and r["terms"]["query_heads"] == 128
+    assert kv_cache(load("deepseek-v2.json"), 1)["per_token_bytes"] == 60 * 576 * 2 == 69_120
+
+
+def test_deepseek_v3_671b_total_37b_active_term_by_term():
+    p = parameter_terms(load("deepseek-v3.json"))
+    # MLA per layer: q_a 7168 × 1536 + 1536 + q_b 1536 × 128 × 192 + kv_a 7168 × 576 + 512 + kv_b 512 × 128 × 256
+    # + o 128 × 128 × 7168 = 11,010,048 + 1,536 + 37,748,736 + 4,128,768 + 512 + 16,777,216 + 117,440,512
+    attention = 187_107_328
+    assert sum(t["count"] for t in p["per_layer"][:7]) == attention
+    # 3 dense layers: + gate/up/down 3 × 7168 × 18432 + 2 norms of 7168 = 583,483,392 each
+    assert p["dense"]["layers"] == 3 and p["dense"]["per_layer_total"] == attention + 3 * 7168 * 18432 + 2 * 7168
+    # 58 MoE layers: router 7168 × 256, 256 experts × 3 × 7168 × 2048, 1 shared expert 3 × 7168 × 2048, 2 norms
+    moe = attention + 7168 * 256 + 256 * 44_040_192 + 44_040_192 + 2 * 7168
+    assert p["layers"] == 58 and p["per_layer_total"] == moe == 11_507_286_016
+    once = 2 * 129280 * 7168 + 7168  # embed_tokens, lm_head (untied), the final norm
+    assert p["total"] == 3 * 583_483_392 + 58 * moe + once == 671_026_404_352
+    # active: 8 of 256 experts and the shared one: per MoE layer attention + router + 9 × 44,040,192 + norms
+    active_moe = attention + 7168 * 256 + 9 * 44_040_192 + 2 * 7168
+    assert p["active"] == 3 * 583_483_392 + 58 * active_moe + once == 37_552_282_624
+    assert round(p["total"] / 1e9) == 671 and int(p["active"] / 1e9) == 37  # DeepSeek-V3 report: 671B, 37B
+
+
+def test_deepseek_v3_total_equals_transformers():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.DeepseekV3Config(**{k: v for k, v in load("deepseek-v3.json").items() if k != "rope_scaling"})
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    assert sum(t.numel() for t in model.parameters()) == parameter_terms(load("deepseek-v3.json"))["total"]
+
+
+def test_deepseek_v3_is_costed_with_its_latent_cache_on_every_gpu(cli):
+    from conftest import doc
+
+    d = doc(
+        cli(
+            "cost",
+            os.path.join(CONFIGS, "deepseek-v3.json"),
+            *"--prompt 1000 --generate 1000 --gpu H200 --tp 8 --weights-dtype fp8 -f json".split(),
+        )
+    )
+    assert d["params"] == 671_026_404_352 and d["moe"]["active_params"] == 37_552_282_624
+    assert d["kv_bytes"] == 2000 * 70_272
+    # the latent is not split by heads: each of the 8 GPUs holds a copy of all of it
+    assert d["gpus"]["per_gpu"]["kv_bytes"] == 2000 * 70_272 and d["gpus"]["per_gpu"]["kv_replicated"] is True
+    # prefill attention: 2 × 128 × (192 + 128) per pair; decode in the latent: 2 × 128 × (576 + 512) per key
+    t = d["terms"]
+    assert t["attention_flops_prompt"] == 2 * 128 * 320 * 61 * (1000 * 1001 // 2)
+
+
+FP8 = dict(dtype="fp8", weights_dtype="fp8")
+
+
+def test_steady_state_batch_and_tokens_per_second_by_hand():
+    """Llama-3-8B in fp8 (weights, compute, KV) on one H100 SXM, 128 → 128, in-flight batching."""
+    r = serving_cost(load("llama-3-8b.json"), prompt=128, generate=128, hardware=preset("H100-SXM"), **FP8)
+    fl = r["throughput"]["in_flight"]
+    # a sequence half-way holds 128 + 128 / 2 = 192 tokens of 2 × 32 × 8 × 128 × 1 = 65,536 B: 12,582,912 B
+    assert fl["kv_bytes_per_sequence"] == 192 * 65_536 == 12_582_912
+    # room: 0.9 × 80e9 − 8,030,261,248 = 63,969,738,752 B → ⌊5083.9⌋ = 5083 sequences; vLLM's cap 256
+    assert fl["room_bytes"] == 0.9 * 80e9 - 8_030_261_248 and fl["fits"] == 5083 and fl["batch"] == 256
+    # a step: 256 decode tokens + 256 × 128 / 128 = 256 prompt tokens (2 requests' prompts)
+    flops = (
+        2 * 6_979_321_856 * 512  # every token through the layers' weights
+        + 2 * 525_336_576 * 256  # lm_head for the decode tokens
+        + 256 * (2 * 32 * (128 + 128) * 32) * 192  # each decode token sees 192 keys on 32 layers
+        + 2 * (4 * 32 * 128 * 32 * (128 * 129 // 2))  # two prompts' causal attention
+    )
+    assert fl["step"]["flops"] == flops == 7_450_224_754_688
+    nbytes = 8_030_261_248 + 256 * 12_582_912  # the weights once, the cache of 256 sequences
+    assert fl["step"]["bytes"] == nbytes == 11_251_486_720
+    # compute-bound: 7.4502e12 / (0.6 × 1979e12) = 6.2744 ms; + 32 × 15 µs + 0.5 ms = 7.2544 ms
+    step = flops / (0.6 * 1979e12) + 32 * 15e-6 + 0.5e-3
+    assert fl["step"]["bound"] == "compute" and fl["step"]["seconds"] == pytest.approx(step, rel=1e-12)
+    assert fl["tokens_per_s"] == pytest.approx(256 / step, rel=1e-12) and round(fl["tokens_per_s"]) == 35_289
+    assert (
+        fl["requests_per_s"] == pytest.approx(256 / step / 128) and fl["total_tokens_per_s"] == 2 * fl["tokens_per_s"]
+    )
+
+
+def test_static_batch_by_hand():
+    r = serving_cost(load("llama-3-8b.json"), prompt=128, generate=128, hardware=preset("H100-SXM"), **FP8)
+    st = r["throughput"]["static"]
+    # a decode step at the mean length 192: 8,030,261,248 + 192 × 65,536 B at 0.8 × 3.35e12, + 0.98 ms fixed
+    step = (8_030_261_248 + 192 * 65_536) / (0.8 * 3.35e12) + 32 * 15e-6 + 0.5e-3
+    assert st["step"]["seconds"] == pytest.approx(step, rel=1e-12)
+    total = r["estimate"]["ttft_s"] + 128 * step
+    assert st["seconds"] == pytest.approx(total, rel=1e-12) and st["tokens_per_s"] == pytest.approx(128 / total)
+
+
+def test_pipeline_micro_batches_raise_throughput_not_a_requests_speed():
+    cfg = load("llama-3-70b.json")
+    kw = dict(prompt=128, generate=2048, hardware=preset("H100-SXM"), max_seqs=4096, **FP8)
+    one = serving_cost(cfg, tp=2, **kw)
+    two = serving_cost(cfg, tp=2, pp=2, **kw)
+    # each GPU holds half the layers: its memory holds more sequences, and 2 micro-batches keep both stages busy
+    assert two["throughput"]["in_flight"]["batch"] > one["throughput"]["in_flight"]["batch"]
+    assert two["throughput"]["in_flight"]["tokens_per_s"] > 1.5 * one["throughput"]["in_flight"]["tokens_per_s"]
+    # one request's token still passes both stages: its time per token is not shorter
+    assert two["throughput"]["static"]["step"]["seconds"] * 2 > one["throughput"]["static"]["step"]["seconds"]
+
+
+def test_measured_times_give_back_the_efficiencies_they_came_from(cli):
+    """A measurement made from known efficiencies (η_memory 0.7, η_compute 0.5) is fed back; the fit returns them."""
+    from dataclasses import replace
+
+    from conftest import doc
+
+    from attncalc.serving.hardware import EFFICIENCY
+
+    truth = replace(EFFICIENCY["datacenter"], memory=0.7, compute=0.5)
+    path = os.path.join(CONFIGS, "llama-3-8b.json")
+    run = dict(prompt=2048, generate=128, hardware=preset("H100-SXM"))
+    made = serving_cost(load("llama-3-8b.json"), efficiency=truth, **run)["estimate"]
+    tpot, ttft = made["tpot_s"] * 1e3, made["ttft_client_s"] * 1e3  # as `vllm bench serve` reports them
+    d = doc(
+        cli(
+            "cost", path, "--prompt", "2048", "--generate", "128", "--gpu", "H100-SXM",
+            "--measured", f"tpot={tpot!r}ms,ttft={ttft!r}ms", "-f", "json",
+        )
+    )  # fmt: skip
+    fitted = d["estimate"]["efficiency"]
+    assert fitted["memory"] == pytest.approx(0.7, rel=1e-9) and fitted["compute"] == pytest.approx(0.5, rel=1e-9)
+    fits = {one["from"]: one for one in d["calibration"]["fits"]}
+    assert fits["tpot"]["field"] == "memory" and fits["ttft"]["field"] == "compute"
+    assert d["calibration"]["before"]["memory"] == 0.8  # what the defaults were
+    assert d["estimate"]["tpot_s"] == pytest.approx(made["tpot_s"], rel=1e-9)
+    # the engine's own TTFT (no request overhead) fits the same η_compute
+    engine = made["ttft_s"] * 1e3
+    d = doc(
+        cli(
+            "cost",
+            path,
+            *"--prompt 2048 --generate 128 --gpu H100-SXM -f json --measured".split(),
+            f"ttft_engine={engine!r}ms",
+        )
+    )
+    assert d["estimate"]["efficiency"]["compute"] == pytest.approx(0.5, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "measured, message",
+    [
+        ("tpot=0.5ms", "--measured tpot: expected more than the fixed costs"),
+        ("tpot=1ms", "--measured tpot: expected at least the time at the full peak"),
+        ("tpot=7ms,tpot=8ms", "--measured tpot: expected each time once"),
+        ("speed=7ms", "--measured: expected tpot=T"),
+        ("tpot=7", "--measured tpot: expected tpot=T"),
+    ],
+)
+def test_measured_times_that_no_efficiency_explains_are_refused(cli, measured, message):
+    path = os.path.join(CONFIGS, "llama-3-8b.json")
+    out = cli("cost", path, "--prompt", "2048", "--generate", "128", "--gpu", "H100-SXM", "--measured", measured)
+    assert out.exit_code == 2 and message in out.stderr, out.stderr
+
+
+def test_the_matching_benchmark_commands(cli):
+    from conftest import doc
+
+    path = os.path.join(CONFIGS, "llama-3-70b.json")
+    args = "--prompt 2048 --generate 128 --batch 8 --gpu H100-SXM --tp 4 --weights-dtype fp8 --kv-dtype fp8 -f json"
+    runs = doc(cli("cost", path, *args.split()))["benchmarks"]
+    assert runs["vllm"][0] == (
+        f"vllm bench latency --model {CONFIGS} --input-len 2048 --output-len 128 --batch-size 8 --dtype bfloat16"
+        " --quantization fp8 --kv-cache-dtype fp8 --tensor-parallel-size 4 --pipeline-parallel-size 1"
+    )
+    assert "--random-input-len 2048 --random-output-len 128 --max-concurrency 8" in runs["vllm"][2]
+    assert runs["trtllm"][0].endswith("--input-mean 2048 --output-mean 128 --input-stdev 0 --output-stdev 0"
+                                      " --num-requests 1000 > dataset.txt")  # fmt: skip
+    assert runs["trtllm"][1] == f"trtllm-bench --model {CONFIGS} latency --dataset dataset.txt --tp 4 --pp 1"
+    assert runs["llama.cpp"] == [
+        f"llama-bench -m {CONFIGS} -p 2048 -n 128 -ngl 99 -sm row",
+        f"llama-batched-bench -m {CONFIGS} -npp 2048 -ntg 128 -npl 8 -ngl 99 -sm row",
+    ]
+    out = cli("cost", path, *args.replace("-f json", "-f table").split())
+    assert "measure the same on your machine" in out.stdout and "trtllm-bench" in out.stdout
+
+
+def test_engine_pages_beside_the_tensors():
+    """vLLM reserves 16-token pages: 2,049 tokens take ⌈2049 / 16⌉ × 16 = 2,064 tokens' pages, 15 × 131,072 B more."""
+    r = serving_cost(load("llama-3-8b.json"), prompt=2049, generate=0, hardware=preset("H100-SXM"))
+    assert any("⌈2049 / 16⌉ × 16 = 2064" in n and "1,966,080 B more" in n for n in r["notes"])
+
+
+def test_measured_from_a_vllm_bench_serve_result_file(cli, tmp_path):
+    """`vllm bench serve --save-result` writes median_tpot_ms and median_ttft_ms (a client's): read them back."""
+    import json
+    from dataclasses import replace
+
+    from conftest import doc
+
+    from attncalc.serving.hardware import EFFICIENCY
+
+    truth = replace(EFFICIENCY["datacenter"], memory=0.65, compute=0.55)
+    made = serving_cost(
+        load("llama-3-8b.json"), efficiency=truth, prompt=2048, generate=128, hardware=preset("H100-SXM")
+    )
+    result = tmp_path / "serve.json"
+    est = made["estimate"]
+    result.write_text(json.dumps({"median_tpot_ms": est["tpot_s"] * 1e3, "median_ttft_ms": est["ttft_client_s"] * 1e3}))
+    path = os.path.join(CONFIGS, "llama-3-8b.json")
+    args = ("cost", path, "--prompt", "2048", "--generate", "128", "--gpu", "H100-SXM", "-f", "json")
+    fitted = doc(cli(*args, "--measured", str(result)))["estimate"]["efficiency"]
+    assert fitted["memory"] == pytest.approx(0.65, rel=1e-9) and fitted["compute"] == pytest.approx(0.55, rel=1e-9)
+    result.write_text(json.dumps({"median_tpot_ms": "7"}))
+    out = cli(*args, "--measured", str(result))
+    assert out.exit_code == 2 and "median_tpot_ms: expected a positive number of milliseconds" in out.stderr

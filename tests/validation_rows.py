@@ -1,0 +1,113 @@
+"""The validation table of docs/cost.md: every row's setup, its measurement and its source.
+
+`CHOSEN` are the rows the default efficiencies, the link latency α and the request overhead were chosen from;
+`HELD_OUT` were collected afterwards (issue 37) and changed nothing. Each row: (key, figure, model config,
+--gpu, cost options, measured value, source). Figures: `TTFT client` and `TPOT` in ms as a client times a request,
+`TTFT engine` in ms as the engine times its first token, `static s` a static batch's whole run in seconds,
+`static tok/s/GPU` and `static tok/s` that run's output tokens per second, `in-flight tok/s` the output tokens per
+second of in-flight batching under unbounded load.
+"""
+
+FP8 = dict(dtype="fp8", weights_dtype="fp8", kv_dtype="fp8")
+N, S, F = "N", "S", "F"  # the chosen rows' sources, as docs/cost.md names them
+T05, T06, T10, OCI = "T05", "T06", "T10", "OCI"
+
+CHOSEN = [
+    ("NIM-8B", "TPOT", "llama-3-8b.json", "H100-SXM", dict(prompt=1000, generate=1000, dtype="fp8", weights_dtype="fp8"), 4.63, N),
+    ("SGLang-8B", "TPOT", "llama-3-8b.json", "A100-80GB", dict(prompt=1000, generate=1000), 13.17, S),
+    ("NIM-70B-5000", "TTFT client", "llama-3-70b.json", "H100-SXM", dict(prompt=5000, generate=500, dtype="fp8", weights_dtype="fp8", kv_dtype="bf16", tp=2), 406.77, N),
+    ("NIM-70B-5000", "TPOT", "llama-3-70b.json", "H100-SXM", dict(prompt=5000, generate=500, dtype="fp8", weights_dtype="fp8", kv_dtype="bf16", tp=2), 18.58, N),
+    ("NIM-70B-500", "TTFT client", "llama-3-70b.json", "H100-SXM", dict(prompt=500, generate=2000, dtype="fp8", weights_dtype="fp8", kv_dtype="bf16", tp=2), 47.77, N),
+    ("NIM-70B-500", "TPOT", "llama-3-70b.json", "H100-SXM", dict(prompt=500, generate=2000, dtype="fp8", weights_dtype="fp8", kv_dtype="bf16", tp=2), 18.91, N),
+    ("FT-13B-TP1", "TTFT engine", "gpt-13b.json", "A100-40GB", dict(prompt=512, generate=1), 63.17, F),
+    ("FT-13B-TP1", "TPOT", "gpt-13b.json", "A100-40GB", dict(prompt=512, generate=1), 22.00, F),
+    ("FT-13B-TP2", "TTFT engine", "gpt-13b.json", "A100-40GB", dict(prompt=512, generate=1, tp=2), 45.45, F),
+    ("FT-13B-TP2", "TPOT", "gpt-13b.json", "A100-40GB", dict(prompt=512, generate=1, tp=2), 13.50, F),
+]  # fmt: skip
+
+
+def _held_out():
+    rows = []
+    # TensorRT-LLM v0.5, "Low Latency": first-token latency at batch 1 (gptSessionBenchmark, one output token)
+    for gpu, prec, llama7, llama70 in (
+        ("H100-SXM", FP8, (7, 36), (26, 109)),
+        ("L40S", FP8, (14, 73), None),
+        ("A100-80GB", {}, (16, 133), (47, 377)),
+    ):
+        for i, prompt in enumerate((128, 2048)):
+            kw = dict(prompt=prompt, generate=1, **prec)
+            rows.append((f"T05-7B-{gpu}-{prompt}", "TTFT engine", "llama-2-7b.json", gpu, kw, llama7[i], T05))
+            if llama70:
+                kw70 = dict(kw, tp=4)
+                rows.append((f"T05-70B-{gpu}-{prompt}", "TTFT engine", "llama-2-70b.json", gpu, kw70, llama70[i], T05))
+    # TensorRT-LLM v0.6.1 (L40S: v0.5), "Peak Throughput": a static batch run to the end (gptSessionBenchmark)
+    static = [
+        ("7B-H100", "llama-2-7b.json", "H100-SXM", FP8, 1, "static tok/s/GPU",
+         ((768, 128, 128, 19694), (112, 128, 2048, 6818), (80, 2048, 128, 2244), (48, 2048, 2048, 2740))),
+        ("70B-H100", "llama-2-70b.json", "H100-SXM", FP8, None, "static tok/s/GPU",
+         ((1024, 128, 128, 2657, 2), (480, 128, 2048, 1486, 4), (96, 2048, 128, 306, 2), (64, 2048, 2048, 547, 2))),
+        ("7B-L40S", "llama-2-7b.json", "L40S", FP8, 1, "static tok/s",
+         ((64, 128, 128, 3240), (64, 128, 2048, 1622), (32, 2048, 128, 581), (16, 2048, 2048, 531))),
+        ("7B-A100", "llama-2-7b.json", "A100-80GB", {}, None, "static tok/s",
+         ((384, 128, 128, 5586, 1), (60, 128, 2048, 1928, 1), (52, 2048, 128, 591, 1), (64, 2048, 2048, 782, 2))),
+        ("70B-A100", "llama-2-70b.json", "A100-80GB", {}, 4, "static tok/s",
+         ((1280, 128, 128, 670), (240, 128, 2048, 525), (120, 2048, 128, 79))),
+    ]  # fmt: skip
+    for name, model, gpu, prec, tp, figure, cases in static:
+        source = T05 if gpu == "L40S" else T06
+        for batch, prompt, generate, measured, *ways in cases:
+            kw = dict(prompt=prompt, generate=generate, batch=batch, tp=ways[0] if ways else tp, **prec)
+            rows.append((f"T06-{name}-{prompt}-{generate}", figure, model, gpu, kw, measured, source))
+    # TensorRT-LLM v1.0, trtllm-bench throughput (in-flight batching, requests at an infinite rate), FP8 checkpoints
+    lengths = ((128, 128), (128, 2048), (128, 4096), (500, 2000), (1000, 1000), (1000, 2000), (2048, 128),
+               (2048, 2048), (5000, 500), (20000, 2000))  # fmt: skip
+    inflight = [
+        ("8B-H200", "llama-3-8b.json", "H200", 1, (27911, 26221, 18027, 20770, 17744, 16828, 3538, 12194, 3902, 1804)),
+        (
+            "8B-H100",
+            "llama-3-8b.json",
+            "H100-SXM",
+            1,
+            (28312, 22714, 14325, 17660, 15220, 13899, 3450, 9305, 3459, 1351),
+        ),
+        ("70B-H200", "llama-3-70b.json", "H200", 1, (3803, 4336, 2872, 3666, 2909, 2994, 442, 2003, 566, 283)),
+        ("70B-H100", "llama-3-70b.json", "H100-SXM", 2, (6378, 6651, 4199, 5222, 4205, 4146, 762, 3082, 898, 437)),
+        ("405B-H200", "llama-3.1-405b.json", "H200", 8, (3814, 5348, 4741, 4724, 3330, 3722, 456, 2948, 650, 505)),
+        ("405B-H100", "llama-3.1-405b.json", "H100-SXM", 8, (3627, 4340, 3116, 3994, 2919, 2895, 453, 2296, 610, 345)),
+    ]
+    for name, model, gpu, tp, measured in inflight:
+        for (prompt, generate), value in zip(lengths, measured):
+            kw = dict(prompt=prompt, generate=generate, tp=tp, **FP8)
+            rows.append((f"T10-{name}-{prompt}-{generate}", "in-flight tok/s", model, gpu, kw, value, T10))
+    # Oracle Cloud, vLLM on 8 × MI300X, Llama 3.1 405B FP8: benchmark_latency.py (static) and benchmark_throughput.py
+    oci = dict(tp=8, dtype="fp8", weights_dtype="fp8")
+    for batch, seconds in ((1, 3.530), (2, 3.583), (4, 3.734), (8, 3.974), (16, 4.375), (32, 5.130), (64, 6.919),
+                           (128, 10.340), (256, 17.750)):  # fmt: skip
+        kw = dict(prompt=128, generate=128, batch=batch, **oci)
+        rows.append((f"OCI-405B-b{batch}", "static s", "llama-3.1-405b.json", "MI300X", kw, seconds, OCI))
+    rows += [
+        ("OCI-405B-128-128", "in-flight tok/s", "llama-3.1-405b.json", "MI300X", dict(prompt=128, generate=128, **oci), 1993, OCI),
+        ("OCI-405B-128-2048", "in-flight tok/s", "llama-3.1-405b.json", "MI300X", dict(prompt=128, generate=2048, **oci), 2794, OCI),
+    ]  # fmt: skip
+    return rows
+
+
+HELD_OUT = _held_out()
+RATES = ("static tok/s/GPU", "static tok/s", "in-flight tok/s")  # the bound is an upper bound on these
+
+
+def figures(figure: str, r: dict) -> tuple[float, float]:
+    """(bound, estimate) of `figure` in the row's unit from a `serving_cost` result."""
+    est, load, gpus = r["estimate"], r["throughput"], r["gpus"]["count"]
+    if figure == "TTFT client":
+        return r["ttft_s"] * 1e3, est["ttft_client_s"] * 1e3
+    if figure == "TTFT engine":
+        return r["ttft_s"] * 1e3, est["ttft_s"] * 1e3
+    if figure == "TPOT":
+        return r["tpot_s"] * 1e3, est["tpot_s"] * 1e3
+    if figure == "static s":
+        return load["static"]["bound_seconds"], load["static"]["seconds"]
+    if figure in ("static tok/s/GPU", "static tok/s"):
+        per = gpus if figure.endswith("GPU") else 1
+        return load["static"]["bound_tokens_per_s"] / per, load["static"]["tokens_per_s"] / per
+    return load["in_flight"]["bound_tokens_per_s"], load["in_flight"]["tokens_per_s"]
