@@ -15,6 +15,7 @@ from attncalc.cli import (
     cost_cmd,
     exercise_cmd,
     generate_cmd,
+    heads_cmd,
     kvcache_cmd,
     schema_cmd,
     train_cmd,
@@ -203,6 +204,7 @@ for _module in (
     kvcache_cmd,
     cost_cmd,
     compare_cmd,
+    heads_cmd,
     schema_cmd,
 ):
     _module.register(app)
