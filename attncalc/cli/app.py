@@ -131,6 +131,7 @@ def stage_command(stage: str):
             from attncalc.api import Calculation
             from attncalc.render import latex
             from attncalc.render.output import drawn_names, emit, may_refuse, refuse_huge_document, resolve_format
+            from attncalc.run import brief
 
             req = o.request(ctx, stage)
             if train_cmd.asked(training):
@@ -143,8 +144,10 @@ def stage_command(stage: str):
             if resolve_format(fmt) == "json":
                 refuse_huge_document(calc.session, names)
             wanted = None if cell else names  # --only: compute (and hold) only those
+            short = stage == "decoder" and req.model is not None and resolve_format(fmt) == "table" and not names
             if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
-                wanted = drawn_names(calc.session)  # a table draws the stage's own tensors: release the rest
+                # a table draws the stage's own tensors (a real model's decoder: its short page's): release the rest
+                wanted = brief.names(calc.graph) if short else drawn_names(calc.session)
             values = calc.values(wanted)
             if not values:
                 from attncalc.errors import InputError
@@ -160,7 +163,9 @@ def stage_command(stage: str):
 
                 sys.stderr.write(f"attncalc: warning: {message}\n")
             with latex.standalone(standalone):
-                emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
+                summary = brief.brief(calc.graph, values) if short else None
+                opts = dict(fmt=fmt, precision=precision, work=work, cell=cell, only=names, brief=summary)
+                emit(calc.session, values, **opts)
 
         o.guarded(run, debug)
 

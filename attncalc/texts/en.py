@@ -611,8 +611,12 @@ TEXTS = {
     "heads.query_row": "{name}: the query row of {token}, head {head}'s {count} columns",
     "heads.key_row": "{name}: the key row of {token}, the {count} columns head {head} reads",
     "note.heads_once": "{count} of the {total} layers share this note: {note}",
-    "decoder.brief_layer": "layer {layer}: {kind}, {heads} heads; strongest weight from the last token {token}: {key} ({weight}, head {head})",
+    "decoder.brief_layer": "layer {layer}: {kind}, {heads} heads; strongest weight from the last token {token}: {to} ({weight}, head {head})",
     "decoder.brief_title": "{model}: {layers} layers, {tokens} tokens; every layer in one line (--only or --cell for its tensors)",
     "decoder.brief_top": "The {k} likeliest next tokens at each position",
     "decoder.brief_full": "The full tensors: --only NAME,… (-f json) or --cell NAME:i,j (its arithmetic); -f json --only probs has every probability",
+    "decoder.window": "sliding window of {window} keys",
+    "decoder.global": "every earlier key",
+    "decoder.token": "token",
+    "decoder.pos": "pos",
 }

@@ -611,8 +611,12 @@ TEXTS = {
     "heads.query_row": "{name}：{token} 的查询行，第 {head} 个头的 {count} 列",
     "heads.key_row": "{name}：{token} 的键行，第 {head} 个头读取的 {count} 列",
     "note.heads_once": "{total} 层中有 {count} 层都有这条说明：{note}",
-    "decoder.brief_layer": "第 {layer} 层：{kind}，{heads} 个头；最后一个词元 {token} 权重最大的键：{key}（{weight}，第 {head} 个头）",
+    "decoder.brief_layer": "第 {layer} 层：{kind}，{heads} 个头；最后一个词元 {token} 权重最大的键：{to}（{weight}，第 {head} 个头）",
     "decoder.brief_title": "{model}：{layers} 层，{tokens} 个词元；每层一行（用 --only 或 --cell 看它的张量）",
     "decoder.brief_top": "每个位置最可能的 {k} 个下一个词元",
     "decoder.brief_full": "完整的张量：--only 名称,…（-f json）或 --cell 名称:i,j（它的算式）；-f json --only probs 包含全部概率",
+    "decoder.window": "{window} 个键的滑动窗口",
+    "decoder.global": "之前的所有键",
+    "decoder.token": "词元",
+    "decoder.pos": "位置",
 }

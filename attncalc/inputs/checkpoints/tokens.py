@@ -108,6 +108,14 @@ def rust(call, where: str, expected: str):
         raise InputError(where, expected, "the tokenizer library failed on it (a panic inside tokenizers)") from None
 
 
+class Later:
+    """A tokenizer made on first use (`make()`): a Gemma GGUF's BPE takes seconds to build, and --ids never
+    needs it (the labels come from the token list)."""
+
+    def __init__(self, make):
+        self.make = make
+
+
 class TextTokenizer:
     """encode(text) → ids with the model's special tokens; `labels(size)` a unique readable label per id.
 
@@ -124,8 +132,15 @@ class TextTokenizer:
         source="",
         refusal=None,
     ):
-        self.tokenizer, self.add_bos, self.source, self.refusal = tokenizer, add_bos, source, refusal
+        self._tokenizer, self.add_bos, self.source, self.refusal = tokenizer, add_bos, source, refusal
         self.by_id, self.special, self.byte_level = by_id, special, byte_level
+
+    @property
+    def tokenizer(self):
+        """The `tokenizers` object (or None), made now when it was deferred (`Later`)."""
+        if isinstance(self._tokenizer, Later):
+            self._tokenizer = self._tokenizer.make()
+        return self._tokenizer
 
     def labels(self, size: int) -> list[str]:
         """Labels of ids 0 … size−1 (the model's embedding rows): built for those only, whatever ids the
