@@ -181,7 +181,8 @@ class GGUFFile:
     def names(self) -> list[str]:
         return list(self.tensors)
 
-    def get(self, name: str) -> Lazy:
+    def _stored(self, name: str):
+        """(tensor info, its quantisation type, its bytes as stored: [rows, bytes of a row] when quantised)."""
         import gguf
 
         t = self.tensors.get(name)
@@ -190,15 +191,21 @@ class GGUFFile:
         kind = gguf.GGMLQuantizationType(t.ggml_type)
         if kind.name not in GGUF_TYPES:
             raise InputError(f"{self.path}: {name}", "tensor types " + ", ".join(GGUF_TYPES), kind.name)
+        floats = {"F32": "<f4", "F16": "<f2"}.get(kind.name)
+        if floats:
+            raw = np.frombuffer(self.header.data, floats, t.n_bytes // int(floats[-1]), t.start).reshape(t.shape)
+        else:
+            byte_shape = gguf.quants.quant_shape_to_byte_shape(t.shape, kind)
+            raw = np.frombuffer(self.header.data, np.uint8, t.n_bytes, t.start).reshape(byte_shape)
+        return t, kind, raw
+
+    def get(self, name: str) -> Lazy:
+        import gguf
+
+        t, kind, _ = self._stored(name)
 
         def read():
-            floats = {"F32": "<f4", "F16": "<f2"}.get(kind.name)
-            if floats:
-                raw = np.frombuffer(self.header.data, floats, t.n_bytes // int(floats[-1]), t.start).reshape(t.shape)
-            else:
-                byte_shape = gguf.quants.quant_shape_to_byte_shape(t.shape, kind)
-                raw = np.frombuffer(self.header.data, np.uint8, t.n_bytes, t.start).reshape(byte_shape)
-            values = gguf.quants.dequantize(raw, kind).reshape(t.shape)
+            values = gguf.quants.dequantize(self._stored(name)[2], kind).reshape(t.shape)
             self._release(t.start, t.n_bytes)
             return values
 
@@ -208,23 +215,15 @@ class GGUFFile:
         """An embedding table read by rows (`Rows`): a row of a quantised tensor is whole blocks of its own."""
         import gguf
 
-        shape = self.get(name).shape  # checks the name and the type
-        t = self.tensors[name]
-        kind = gguf.GGMLQuantizationType(t.ggml_type)
+        t, kind, _ = self._stored(name)
+        shape = tuple(t.shape)
 
         def read_rows(index):
-            floats = {"F32": "<f4", "F16": "<f2"}.get(kind.name)
-            if floats:
-                raw = np.frombuffer(self.header.data, floats, t.n_bytes // int(floats[-1]), t.start).reshape(t.shape)
-            else:
-                byte_shape = gguf.quants.quant_shape_to_byte_shape(t.shape, kind)
-                raw = np.frombuffer(self.header.data, np.uint8, t.n_bytes, t.start).reshape(byte_shape)
-            picked = raw[index]
+            picked = self._stored(name)[2][index]
             rows = gguf.quants.dequantize(picked, kind).reshape(picked.shape[0], shape[1])
             if isinstance(index, slice):  # a block of a pass over the table: its file pages are done with
                 row_bytes = t.n_bytes // shape[0]
-                start = index.start or 0
-                self._release(t.start + start * row_bytes, len(rows) * row_bytes)
+                self._release(t.start + (index.start or 0) * row_bytes, len(rows) * row_bytes)
             return rows
 
         return Rows(read_rows, shape, name)
