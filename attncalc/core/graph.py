@@ -147,7 +147,8 @@ class Graph:
                 and first not in keep
                 and uses[first] == 1
                 and not any(
-                    k != first and not on_demand(v) and np.may_share_memory(v, args[0]) for k, v in self.cache.items()
+                    k != first and isinstance(v, np.ndarray) and np.may_share_memory(v, args[0])
+                    for k, v in self.cache.items()
                 )
             )
             try:
