@@ -81,14 +81,18 @@ class Rows(Lazy):
     KEEP_BYTES = 256 << 20
     BLOCK = 8192  # rows dequantised at once: 20 MB of float32 for Gemma 3's 640 columns
 
-    def __init__(self, read_rows: Callable[[object], np.ndarray], shape: tuple, name: str, wide: bool = False):
-        super().__init__(lambda: self._whole(), shape, name)
+    def __init__(self, read_rows: Callable[[object], np.ndarray], shape: tuple, name: str, wide=False, whole=None):
+        """`whole`: the table at once when that costs no copy (a float32 safetensors view of the file)."""
+        super().__init__((lambda: self._finite(whole(), slice(0, None))) if whole else self._whole, shape, name)
         self._read_rows, self.passes = read_rows, 0
         self.dtype = np.dtype(np.float64 if wide else np.float32)  # float64 only when stored so
 
     def _rows(self, index) -> np.ndarray:
         """Rows `index` (a slice or an array of ids) as float32, every number checked finite."""
-        rows = np.asarray(self._read_rows(index))
+        return self._finite(np.asarray(self._read_rows(index)), index)
+
+    def _finite(self, rows: np.ndarray, index) -> np.ndarray:
+        """Rows `index` as this table's dtype, every number checked finite (the first bad cell named)."""
         rows = rows if rows.dtype == self.dtype else rows.astype(self.dtype)
         if not np.isfinite(rows).all():
             r, c = (int(i) for i in np.argwhere(~np.isfinite(rows))[0])
@@ -117,7 +121,7 @@ class Rows(Lazy):
         self.passes += 1
         small = self.dtype.itemsize * self.shape[0] * self.shape[1] <= self.KEEP_BYTES
         if self._value is None and (self.passes > 1 or small):
-            self._value = self._whole()
+            self.value()
         for start, stop in zip(starts, starts[1:] + [self.shape[0]]):
             yield start, self._value[start:stop] if self._value is not None else self._rows(slice(start, stop))
 
@@ -156,7 +160,9 @@ class SafetensorsFiles:
     def rows(self, name: str) -> Rows:
         """An embedding table read by rows (`Rows`)."""
         lazy, file = self.get(name), self.where[name]
-        return Rows(lambda index: file.array(name, index), lazy.shape, name, file.entries[name].dtype == "F64")
+        stored = file.entries[name].dtype
+        view = (lambda: file.array(name)) if stored in ("F32", "F64") else None  # the file's own pages, no copy
+        return Rows(lambda index: file.array(name, index), lazy.shape, name, stored == "F64", view)
 
 
 # IQ4_NL is what llama.cpp writes instead of Q2_K / Q3_K for rows that are not whole 256-value blocks
