@@ -113,3 +113,13 @@ def test_gemma3_sends_ta_to_the_book_in_layer_4_head_0(cli, gemma_path):  # noqa
     a = np.array(doc(cli(*args))["tensors"]["dec.4.self.A"])
     assert abs(top["weight"] - a[0, q, k]) <= 1e-12
     assert len(d["ranked"]) == 18 * 4
+
+
+def test_a_one_head_decoder_is_ranked_and_walked_as_one_head(cli):
+    d = doc(cli("heads", "-e", "woaini", "--from", "2", "--to", "0", "--walk", "-f", "json"))
+    a = np.array(doc(cli("decoder", "-e", "woaini", "-f", "json", "--only", "dec.0.self.A"))["tensors"]["dec.0.self.A"])
+    assert a.ndim == 2 and d["weights"] == [[a[2, 0]]] and d["ranked"][0]["head"] == 0
+    cells = d["steps"]["cells"]
+    assert [c["index"] for c in cells] == [[2, 0]] * 4 and cells[-1]["value"] == a[2, 0]
+    q, k = np.array(d["steps"]["query_row"]["values"]), np.array(d["steps"]["key_row"]["values"])
+    assert cells[0]["value"] == pytest.approx(float(q @ k), abs=1e-12)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attncalc.core.ops import Scores
 from attncalc.errors import InputError
 
 SPACE = "␣"  # how a token's leading space is labelled (inputs/checkpoints/labels.py)
@@ -80,13 +81,19 @@ def token_position(tokens: list[str], text: str, option: str) -> int:
     raise InputError(option, f"the text of a token or a position; the tokens are {shown}", repr(text))
 
 
+def per_head(weights) -> np.ndarray:
+    """[heads, n, m] (a one-head block's A is [n, m])."""
+    a = np.asarray(weights)
+    return a[None] if a.ndim == 2 else a
+
+
 def rank(calc, query: str, key: str) -> HeadsReport:
     """Every layer and head of `calc` ranked by A[head, query, key] (query and key as token_position reads them)."""
     tensors = attention_tensors(calc.graph)
     tokens = list(calc.graph.nodes[tensors[0]].rows or [])
     q, k = token_position(tokens, query, "--from"), token_position(tokens, key, "--to")
     values = calc.values(tensors)
-    rows = [np.asarray(values[name])[:, q, :] for name in tensors]  # [heads, keys] of each layer
+    rows = [per_head(values[name])[:, q, :] for name in tensors]  # [heads, keys] of each layer
     weights = np.array([row[:, k] for row in rows])
     ranked = [
         Ranked(layer, head, tensors[layer], float(weights[layer, head]), int(np.argmax(rows[layer][head])))
@@ -110,16 +117,14 @@ class HeadSteps:
 def head_steps(calc, report: HeadsReport, best: Ranked | None = None) -> HeadSteps:
     """The cells behind `best` (the first ranked by default), walked back from A to the scores."""
     graph, best = calc.graph, best or report.ranked[0]
-    idx = (best.head, report.query, report.key)
-    chain, name = [], best.tensor
-    while name is not None:  # A ← S_masked ← S_scaled ← S: the per-head [h, n, m] steps
-        chain.append(name)
-        inputs = [i for i in graph.nodes[name].inputs if i in graph.nodes and not graph.nodes[i].is_leaf]
-        scores = [i for i in inputs if np.ndim(graph.value(i)) == 3]
-        name = scores[0] if scores else None
+    one = np.ndim(graph.value(best.tensor)) == 2  # a one-head block: its cells are [i, j]
+    idx = (report.query, report.key) if one else (best.head, report.query, report.key)
+    chain = [best.tensor]
+    while not isinstance(graph.nodes[chain[-1]].op, Scores):  # A ← S_masked ← S_scaled ← S, each by its first input
+        chain.append(graph.nodes[chain[-1]].inputs[0])
     first = graph.nodes[chain[-1]]  # S = Q·Kᵀ: its inputs are the query and key matrices
     q_name, k_name = first.inputs[0], first.inputs[1]
-    heads = np.shape(graph.value(chain[0]))[0]
+    heads = per_head(graph.value(chain[0])).shape[0]
     q, k = np.asarray(graph.value(q_name)), np.asarray(graph.value(k_name))
     d_k = q.shape[1] // heads
     kv_head = best.head * (k.shape[1] // d_k) // heads
