@@ -144,7 +144,7 @@ def stage_command(stage: str):
             if resolve_format(fmt) == "json":
                 refuse_huge_document(calc.session, names)
             wanted = None if cell else names  # --only: compute (and hold) only those
-            short = stage == "decoder" and req.model is not None and resolve_format(fmt) == "table" and not names
+            short = stage == "decoder" and req.model and resolve_format(fmt) == "table" and not names and head is None
             if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
                 # a table draws the stage's own tensors (a real model's decoder: its short page's): release the rest
                 wanted = brief.names(calc.graph) if short else drawn_names(calc.session)
