@@ -20,7 +20,7 @@ def heatmap(report, p: int) -> View:
         report.weights,
         list(range(layers)),
         list(range(heads)),
-        [t("heads.layer") + f" {n}" for n in range(layers)],
+        [t("heads.layer_n", n=n) for n in range(layers)],
         [t("caption.head", h=h) for h in range(heads)],
         heat=True,
     )

@@ -619,4 +619,5 @@ TEXTS = {
     "decoder.global": "every earlier key",
     "decoder.token": "token",
     "decoder.pos": "pos",
+    "heads.layer_n": "layer {n}",
 }

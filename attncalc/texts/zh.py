@@ -619,4 +619,5 @@ TEXTS = {
     "decoder.global": "之前的所有键",
     "decoder.token": "词元",
     "decoder.pos": "位置",
+    "heads.layer_n": "第 {n} 层",
 }
