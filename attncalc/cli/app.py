@@ -15,6 +15,7 @@ from attncalc.cli import (
     cost_cmd,
     exercise_cmd,
     generate_cmd,
+    heads_cmd,
     kvcache_cmd,
     schema_cmd,
     train_cmd,
@@ -147,6 +148,7 @@ def _show_stage(req, stage: str, fmt, precision, work, cell, only, standalone) -
     from attncalc.errors import InputError
     from attncalc.render import latex
     from attncalc.render.output import drawn_names, emit, may_refuse, refuse_huge_document, resolve_format
+    from attncalc.run import brief
 
     names = arguments.names(only)
     if resolve_format(fmt) == "json" and req.model is not None and may_refuse(names):  # before any weight
@@ -155,8 +157,10 @@ def _show_stage(req, stage: str, fmt, precision, work, cell, only, standalone) -
     if resolve_format(fmt) == "json":
         refuse_huge_document(calc.session, names)
     wanted = None if cell else names  # --only: compute (and hold) only those
+    short = stage == "decoder" and req.model and resolve_format(fmt) == "table" and not names and req.head is None
     if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
-        wanted = drawn_names(calc.session)  # a table draws the stage's own tensors: release the rest
+        # a table draws the stage's own tensors (a real model's decoder: its short page's): release the rest
+        wanted = brief.names(calc.graph) if short else drawn_names(calc.session)
     values = calc.values(wanted)
     if not values:
         raise InputError(
@@ -167,7 +171,8 @@ def _show_stage(req, stage: str, fmt, precision, work, cell, only, standalone) -
     for message in calc.warnings:
         o.warn(message)
     with latex.standalone(standalone):
-        emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names)
+        summary = brief.brief(calc.graph, values) if short else None
+        emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names, brief=summary)
 
 
 for _stage in STAGE_HELP:
@@ -205,6 +210,7 @@ for _module in (
     kvcache_cmd,
     cost_cmd,
     compare_cmd,
+    heads_cmd,
     schema_cmd,
 ):
     _module.register(app)

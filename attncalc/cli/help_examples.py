@@ -51,6 +51,10 @@ EXAMPLES = {
         "attncalc walk --exercise 7:heads=2 --to attend",
     ],
     "kvcache": ["attncalc kvcache examples/configs/llama-3-8b.json --tokens 8192"],
+    "heads": [
+        "attncalc heads --example multihead --from 爱 --to 我",
+        "attncalc heads --example tinyllama --from mat --to cat --walk",
+    ],
     "compare": ["attncalc compare --example wochiyu --left-set attention.scale=1 --right-set attention.scale=0.5"],
 }
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from attncalc.core.products import on_demand
 from attncalc.errors import InputError, describe
 
 _MISSING = object()
@@ -92,6 +93,8 @@ def _from_array(value, path: str, allow_neg_inf: bool) -> np.ndarray:
 
 def to_array(value, path: str, allow_neg_inf: bool = False) -> np.ndarray:
     """A nested list (or NumPy array) of finite numbers as a float array; anything else raises naming the cell."""
+    if on_demand(value):  # an embedding read by rows: each block is checked as it is read
+        return value
     if hasattr(value, "__array__") and not isinstance(value, (list, bool)):
         return _from_array(value, path, allow_neg_inf)
     if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -12,6 +12,7 @@ import numpy as np
 
 from attncalc.core.expansion import Expansion
 from attncalc.core.names import STAGES
+from attncalc.core.products import on_demand
 from attncalc.errors import InputError
 
 
@@ -30,6 +31,8 @@ def _compute(name: str, op, args, **kw):
 def _weight(value) -> np.ndarray:
     """A leaf as float64, except float32 checkpoint weights: kept as they are (half the memory), and every
     operation that meets an activation widens them exactly to float64."""
+    if on_demand(value):  # an embedding read by rows (core/products.py): never read whole here
+        return value
     arr = np.asarray(value)
     return arr if arr.dtype == np.float32 else arr.astype(float, copy=False)
 
@@ -143,7 +146,10 @@ class Graph:
                 and first in made
                 and first not in keep
                 and uses[first] == 1
-                and not any(k != first and np.may_share_memory(v, args[0]) for k, v in self.cache.items())
+                and not any(
+                    k != first and isinstance(v, np.ndarray) and np.may_share_memory(v, args[0])
+                    for k, v in self.cache.items()
+                )
             )
             try:
                 out = _compute(cur, node.op, args, **({"reuse": True} if spare else {}))

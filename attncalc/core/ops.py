@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from attncalc.core.expansion import Call, Expansion, Note, Written, given, sum_of, sum_of_products
-from attncalc.core.products import in_two, matmul, rowwise
+from attncalc.core.products import in_two, matmul, on_demand, rows_of, rowwise, times_rows
 from attncalc.errors import InputError
 
 
@@ -54,12 +54,12 @@ class Lookup(Op):
         self.scale_text = scale_text  # an exact scale written as its formula (Gemma's √d_model)
 
     def compute(self, table):
-        rows = np.asarray(table[self.ids], dtype=float)  # float64 even from float32 checkpoint weights
+        rows = np.asarray(rows_of(table, self.ids), dtype=float)  # float64 even from float32 checkpoint weights
         return rows * self.scale if self.scale != 1.0 else rows
 
     def explain(self, xs, idx, g):
         i, j = idx
-        v = xs[0][self.ids[i], j]
+        v = rows_of(xs[0], self.ids[i : i + 1])[0, j]
         line = [f"{self.table}[{self.labels[i]}, {j}]", "=", given(v, g[0])]
         if self.scale != 1.0:
             factor = Written(self.scale_text, self.scale) if self.scale_text else given(self.scale, True)
@@ -110,6 +110,9 @@ class Affine(Op):
         self.transpose = transpose
 
     def compute(self, x, w, b=None):
+        if self.transpose and on_demand(w):  # a checkpoint's tied embedding: a block of its rows at a time
+            _need(x.shape[-1] == w.shape[1], "matmul", f"{w.shape[1]} columns in the embedding", str(x.shape[-1]))
+            return times_rows(x, w) if b is None else times_rows(x, w) + b
         w = w.T if self.transpose else w
         _need(
             x.shape[-1] == w.shape[0],
@@ -124,10 +127,10 @@ class Affine(Op):
         return y
 
     def explain(self, xs, idx, g):
-        x, w = xs[0], xs[1].T if self.transpose else xs[1]
-        i, j = idx
-        pairs = [(given(x[i, k], g[0]), given(w[k, j], g[1])) for k in range(x.shape[1])]
-        y = float(x[i] @ w[:, j])
+        x, i, j = xs[0], idx[0], idx[1]
+        column = np.asarray(rows_of(xs[1], [j])[0] if self.transpose else xs[1][:, j], dtype=float)  # row j of E
+        pairs = [(given(x[i, k], g[0]), given(column[k], g[1])) for k in range(x.shape[1])]
+        y = float(x[i] @ column)
         line = sum_of_products(pairs, y)
         if len(xs) > 2 and xs[2] is not None:
             bias = float(xs[2][j])
@@ -172,7 +175,9 @@ class Scores(Op):
 
     def compute(self, q, k):
         qh, kh, _ = self.split(q, k)
-        s = matmul(qh, kh.transpose(0, 2, 1))  # [h, n, m]
+        # each head's rows made contiguous first: BLAS reads them 1.7× faster than as a strided view of Q
+        # (512 × 576: 10 against 17.7 ms for SmolLM2's 9 heads), and each cell is the same dot product
+        s = matmul(np.ascontiguousarray(qh), kh.transpose(0, 2, 1))  # [h, n, m]
         return s[0] if self.h == 1 else s
 
     def explain(self, xs, idx, g):

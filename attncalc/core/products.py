@@ -67,6 +67,36 @@ def widened_matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out
 
 
+def on_demand(value) -> bool:
+    """A table read a block of rows at a time (a checkpoint's embedding, inputs/checkpoints/tensors.Rows):
+    `shape`, `dtype`, `take(ids)` → those rows, `blocks(starts)` → (start, rows) pairs. A lookup reads
+    only its rows, and x·Eᵀ is computed by `times_rows`, so the table is never read or widened whole."""
+    return hasattr(value, "take") and hasattr(value, "blocks")
+
+
+def rows_of(table, ids) -> np.ndarray:
+    """table[ids]: only those rows read from an on-demand table."""
+    return table.take(ids) if on_demand(table) else table[ids]
+
+
+ROW_BLOCK = 8192  # rows of an on-demand table per product in times_rows (a multiple of ALIGN)
+
+
+def times_rows(x: np.ndarray, table) -> np.ndarray:
+    """x · tableᵀ for an on-demand table ([n, d] · [V, d]ᵀ → [n, V]), a block of ROW_BLOCK rows at a time,
+    each widened a block of columns at a time by `matmul`: the blocks start at multiples of ALIGN and a
+    tail narrower than ALIGN joins the block before it, so each cell is the dot product `matmul(x, E.T)`
+    computes, over the same inputs in the same order."""
+    rows = table.shape[0]
+    starts = list(range(0, rows, ROW_BLOCK))
+    if len(starts) > 1 and rows - starts[-1] < ALIGN:
+        starts.pop()
+    out = np.empty((x.shape[0], rows), np.float64)
+    for start, block in table.blocks(starts):
+        out[:, start : start + len(block)] = matmul(x, block.T)
+    return out
+
+
 def in_two(work, count: int, values: int) -> None:
     """work(start, stop) over items 0 … count, the second half on another thread when a second core is
     allowed (set_threads installed) and the work touches ≥ SPLIT_VALUES values. NumPy's loops release the

@@ -32,6 +32,7 @@ OFFERED = {
     "examples": ("auto", "table", "json"),
     "worksheet": ("text", "markdown", "html"),
     "exercise": ("auto", "table", "json"),
+    "heads": ("auto", "table", "json"),
 }
 
 AUTO = {"walk": "table; markdown writes the whole walk as notes"}  # where auto means something else

@@ -182,6 +182,7 @@ class Stage:
     chosen: list  # [(name, index)] of --cell
     only: list[str] | None
     extra: dict = field(default_factory=dict)  # more fields of the JSON document
+    brief: object = None  # a real model's decoder in short (run/brief.Brief): the table draws it instead
 
     @property
     def main(self) -> str:
@@ -220,15 +221,17 @@ def emit(
     cell: str | None = None,
     only: list[str] | None = None,
     extra: dict | None = None,
+    brief=None,
 ) -> None:
     """Print the stage: its tensors, the cell asked for, and (small matrices) every cell's arithmetic.
-    `extra`: more fields of the JSON document (backward's optimiser steps)."""
+    `extra`: more fields of the JSON document (backward's optimiser steps); `brief`: a real model's decoder
+    in short (run/brief.Brief), drawn by a table instead of every tensor."""
     fmt = resolve_format(fmt)
     for name in only or []:
         if name not in values:
             raise InputError("--only", "tensors of this stage or earlier (" + ", ".join(values) + ")", repr(name))
     chosen = [pick_cell(session, values, cell, main_name(session, values))] if cell is not None else []
-    STAGE_RENDERERS[fmt](Stage(session, values, precision, work, chosen, only, extra or {}), fmt)
+    STAGE_RENDERERS[fmt](Stage(session, values, precision, work, chosen, only, extra or {}, brief), fmt)
 
 
 def write_json(stage: Stage, fmt: str) -> None:
@@ -252,6 +255,15 @@ def draw_tables(stage: Stage, fmt: str) -> None:
     from attncalc.render.table import console, print_explanation, print_views
 
     con = console()
+    if stage.brief is not None:
+        from attncalc.render.decoder_brief import print_brief
+
+        notes = head_notes(stage.session, stage.values)
+        print_brief(con, stage.brief, stage.session.source, notes, stage.session.graph, stage.values, stage.precision)
+        for label, exp in stage.explained() if stage.chosen else ():  # --cell's alone (work_names: none)
+            con.print()
+            print_explanation(con, label, exp, stage.precision)
+        return
     for note in head_notes(stage.session, stage.values):
         con.print(note, markup=False)
     for view in stage.views():

@@ -120,7 +120,7 @@ def fixture(fields, tensors) -> dict:
     return {
         "d_model": d_model,
         "embed_scale": math.sqrt(d_model),
-        "embedding": tensors.get(names["embedding"]).widened(),
+        "embedding": tensors.rows(names["embedding"]),
         "position": position,
         "decoder": {
             "norm": "rmsnorm+1",

@@ -67,7 +67,7 @@ def fixture(fields, tensors) -> dict:
     return {
         **({"max_positions": context} if context else {}),
         "d_model": d,
-        "embedding": get("wte.weight"),  # tied: the output multiplies by it too
+        "embedding": tensors.rows(pre + "wte.weight"),  # tied: the output multiplies by it too
         "position": {"type": "learned", "table": get("wpe.weight")},
         "decoder": {
             "norm": "layernorm",

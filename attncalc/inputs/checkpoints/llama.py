@@ -126,7 +126,7 @@ def fixture(fields, tensors) -> dict:
     tied = names["output"] not in available
     return {
         "d_model": d_model,
-        "embedding": tensors.get(names["embedding"]),
+        "embedding": tensors.rows(names["embedding"]),
         "position": rope_position(fields),
         "decoder": {
             "norm": "rmsnorm",

@@ -41,3 +41,11 @@ def rust(call, where: str, expected: str):
         raise InputError(where, expected, " ".join(str(e).split())[:100] or type(e).__name__) from None
     except BaseException:
         raise InputError(where, expected, "the tokenizer library failed on it (a panic inside tokenizers)") from None
+
+
+class Later:
+    """A tokenizer made on first use (`make()`): a Gemma GGUF's BPE takes seconds to build, and --ids never
+    needs it (the labels come from the token list)."""
+
+    def __init__(self, make):
+        self.make = make

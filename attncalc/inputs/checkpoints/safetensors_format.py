@@ -123,13 +123,15 @@ class SafetensorsFile:
                     f"{path}: {second}: data_offsets", f"bytes of its own (not those of {first})", "overlap"
                 )
 
-    def array(self, name: str) -> np.ndarray:
-        """The tensor as stored (BF16 widened to float32 exactly); read-only, a view of the file where it can be."""
+    def array(self, name: str, rows=None) -> np.ndarray:
+        """The tensor as stored (BF16 widened to float32 exactly); read-only, a view of the file where it can be.
+        `rows` (a slice or ids): only those rows, widened alone."""
         e = self.entries[name]
         if e.dtype not in WEIGHT_TYPES:
             raise InputError(f"{self.path}: {name}", "a weight of type " + ", ".join(WEIGHT_TYPES), e.dtype)
         count = (e.end - e.start) // ITEM_BYTES[e.dtype]
         values = np.frombuffer(self._map, WEIGHT_TYPES[e.dtype], count, e.start) if count else np.zeros(0, "<f4")
+        values = values.reshape(e.shape) if rows is None else values.reshape(e.shape)[rows]
         if e.dtype == "BF16":
             values = (values.astype(np.uint32) << 16).view(np.float32)
-        return values.reshape(e.shape)
+        return values

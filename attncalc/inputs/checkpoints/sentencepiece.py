@@ -10,7 +10,7 @@ spaces written as "▁" and is one word for the BPE; bytes no token spells fall 
 from __future__ import annotations
 
 from attncalc.errors import InputError
-from attncalc.inputs.checkpoints.rust_calls import rust
+from attncalc.inputs.checkpoints.rust_calls import Later, rust
 
 ARCHITECTURES = ("gemma", "gemma2", "gemma3")
 CONTROL, USER_DEFINED = 3, 4  # GGUF token types
@@ -45,26 +45,32 @@ def gemma(gguf_file, tokens: list[str], types: list[int], special: set, text_tok
         i = gguf_file.meta(f"tokenizer.ggml.{role}_token_id")
         return tokens[i] if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(tokens) else default
 
-    spelled = respelled(tokens)
-    vocab = {t: i for i, t in enumerate(spelled)}
-    unk = token_of("unknown", "<unk>")
-    model = rust(
-        lambda: models.BPE(
-            vocab=vocab, merges=merges(spelled), unk_token=unk, fuse_unk=True, byte_fallback=True, dropout=None
-        ),
-        gguf_file.path,
-        "a SentencePiece vocabulary",
-    )
-    tok = Tokenizer(model)
-    tok.normalizer = normalizers.Replace(" ", SPACE)
-    tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous")  # as GemmaTokenizer
-    tok.decoder = decoders.Sequence([decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse()])
-    named = [token_of(role, default) for role, default in (("padding", "<pad>"), ("eos", "<eos>"), ("bos", "<bos>"))]
-    named = [t for t in [*named, unk, "<mask>"] if t in vocab]  # GemmaTokenizer's named special tokens
-    tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in named])
-    tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in tokens if t in special])
-    known = tok.get_vocab(with_added_tokens=True)
-    tok.add_tokens([AddedToken(t, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED and t in known])
+    def build():
+        """The BPE itself (seconds for 262,144 tokens): made when text is first encoded or decoded."""
+        spelled = respelled(tokens)
+        vocab = {t: i for i, t in enumerate(spelled)}
+        unk = token_of("unknown", "<unk>")
+        model = rust(
+            lambda: models.BPE(
+                vocab=vocab, merges=merges(spelled), unk_token=unk, fuse_unk=True, byte_fallback=True, dropout=None
+            ),
+            gguf_file.path,
+            "a SentencePiece vocabulary",
+        )
+        tok = Tokenizer(model)
+        tok.normalizer = normalizers.Replace(" ", SPACE)
+        tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous")  # as GemmaTokenizer
+        tok.decoder = decoders.Sequence([decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse()])
+        roles = (("padding", "<pad>"), ("eos", "<eos>"), ("bos", "<bos>"))
+        named = [token_of(role, default) for role, default in roles]
+        named = [t for t in [*named, unk, "<mask>"] if t in vocab]  # GemmaTokenizer's named special tokens
+        tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in named])
+        tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in tokens if t in special])
+        known = tok.get_vocab(with_added_tokens=True)
+        added = [AddedToken(t, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED and t in known]
+        tok.add_tokens(added)
+        return tok
+
     bos = gguf_file.meta("tokenizer.ggml.bos_token_id")
     add_bos = bos if gguf_file.meta("tokenizer.ggml.add_bos_token", True) is True else None
     if add_bos is not None and not (isinstance(add_bos, int) and 0 <= add_bos < len(tokens)):
@@ -72,4 +78,4 @@ def gemma(gguf_file, tokens: list[str], types: list[int], special: set, text_tok
             f"{gguf_file.path}: tokenizer.ggml.bos_token_id", f"a token id from 0 to {len(tokens) - 1}", repr(bos)
         )
     by_id = dict(enumerate(tokens))
-    return text_tokenizer(tok, by_id, special, False, add_bos, gguf_file.path)
+    return text_tokenizer(Later(build), by_id, special, False, add_bos, gguf_file.path)

@@ -15,7 +15,7 @@ from attncalc.errors import InputError, describe
 from attncalc.inputs import files
 from attncalc.inputs.checkpoints import sentencepiece
 from attncalc.inputs.checkpoints.labels import readable_all, unique
-from attncalc.inputs.checkpoints.rust_calls import rust
+from attncalc.inputs.checkpoints.rust_calls import Later, rust
 from attncalc.inputs.checkpoints.spelling import readable, unbyte_table
 
 # How llama.cpp's pre-tokenizer types split text before BPE (None: GPT-2's own ByteLevel regex). qwen2's is
@@ -53,8 +53,15 @@ class TextTokenizer:
         source="",
         refusal=None,
     ):
-        self.tokenizer, self.add_bos, self.source, self.refusal = tokenizer, add_bos, source, refusal
+        self._tokenizer, self.add_bos, self.source, self.refusal = tokenizer, add_bos, source, refusal
         self.by_id, self.special, self.byte_level = by_id, special, byte_level
+
+    @property
+    def tokenizer(self):
+        """The `tokenizers` object (or None), made now when it was deferred (`Later`)."""
+        if isinstance(self._tokenizer, Later):
+            self._tokenizer = self._tokenizer.make()
+        return self._tokenizer
 
     def labels(self, size: int) -> list[str]:
         """Labels of ids 0 … size−1 (the model's embedding rows): built for those only, whatever ids the

