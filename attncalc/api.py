@@ -403,6 +403,13 @@ class Calculation:
         )
         return generate(self.decoder_model(), settings)
 
+    def heads(self, query, key):
+        """Every layer and head ranked by its attention weight from token `query` to token `key` (a text: the
+        token containing it; or a position), as `attncalc heads` prints it (`learn.heads.HeadsReport`)."""
+        from attncalc.learn.heads import rank
+
+        return rank(self, str(query), str(key))
+
     def backward(self, optimizer: str | None = None, *, lr: float | None = None, steps: int | None = None) -> Backward:
         """The backward stage of this input: every gradient (`calc.backward()["dlogits"]`, `.explain`, `.check`
         as for any calculation), and with `optimizer` ("sgd" or "adam"; `lr` or `steps` alone mean SGD)

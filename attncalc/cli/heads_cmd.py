@@ -106,12 +106,12 @@ def register(app) -> None:
             from attncalc.api import Calculation
             from attncalc.inputs.document import dumps
             from attncalc.learn.heads import document as heads_document
-            from attncalc.learn.heads import head_steps, rank
+            from attncalc.learn.heads import head_steps
             from attncalc.render.formats import resolve
 
             req = o.request(ctx, None)
             calc = Calculation(req)
-            report = rank(calc, from_, to)
+            report = calc.heads(from_, to)
             command = next_command(req, report)
             steps = head_steps(calc, report) if walk else None
             for message in calc.warnings:
