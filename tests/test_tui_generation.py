@@ -122,7 +122,9 @@ def test_every_generation_step_of_the_full_screen_walk_writes_out_its_cells(woai
     assert panel.startswith("dec.0.self.K[I, 2] = 1.27") and "row 1 was cached at an earlier step" in panel
 
 
-def test_at_120x40_every_step_opens_with_its_lit_input_cells_on_screen(woaini):
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_at_120x40_every_step_opens_with_its_lit_input_cells_on_screen(lang):
+    woaini = open_walk("woaini", None, [], lang)
     missed = []
 
     async def check(app, pilot):

@@ -468,20 +468,30 @@ def graph_of(walk: Walk, screen: Screen):
     return screen.graph if screen.graph is not None else walk.session.graph
 
 
-def cell(walk: Walk, screen: Screen, text: str):
-    """`ROW,COL` of the screen's main tensor or `TENSOR:ROW,COL` of any → (label, Expansion)."""
+def typed_cell(walk: Walk, screen: Screen, text: str) -> tuple:
+    """`ROW,COL` of the screen's main tensor or `TENSOR:ROW,COL` of any → (graph, node name, index, label).
+    A generation step's tensor by the name its view shows (`dec.0.self.q`, from the step's own graph); a
+    tensor that step has not, from the walk's."""
     name, _, where = text.strip().rpartition(":")
     name = name.strip() or screen.main
     if name is None:
         raise InputError("c", texts.ui("no_cell", walk.lang))
     g, shown = graph_of(walk, screen), name
     name = screen.aliases.get(name, name)
+    if name not in g.nodes:
+        g = walk.session.graph
     if name not in g.nodes or not g.can_compute(name):
         known = screen.tensors + screen.weights + list(screen.aliases)
         raise InputError("c", "a tensor of this walk (" + ", ".join(known) + ")", repr(shown))
     node, value = g.node(name), g.value(name)
     idx = parse_cell(where, node.rows, node.cols, np.shape(value), option="c")
-    return label_of(replace(node, name=shown), idx), g.explain(name, idx)
+    return g, name, idx, label_of(replace(node, name=shown), idx)
+
+
+def cell(walk: Walk, screen: Screen, text: str):
+    """`ROW,COL` of the screen's main tensor or `TENSOR:ROW,COL` of any → (label, Expansion)."""
+    g, name, idx, label = typed_cell(walk, screen, text)
+    return label, g.explain(name, idx)
 
 
 # ---- drawing ---------------------------------------------------------------------------------

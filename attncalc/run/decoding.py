@@ -475,22 +475,9 @@ def generate(
         if keep:
             tensors = _export_cached(g) if s.use_cache else _export_full(g, n, i == 0)
         token = model.vocab[choice.token]
-        steps.append(
-            Step(
-                i,
-                list(new),
-                total - n,
-                total,
-                logits,
-                g.value("probs")[-1],
-                choice,
-                token,
-                macs,
-                seconds,
-                tensors,
-                g if keep_graphs else None,
-            )
-        )
+        step = Step(i, list(new), total - n, total, logits, g.value("probs")[-1], choice, token, macs, seconds, tensors)
+        step.graph = g if keep_graphs else None
+        steps.append(step)
         generated.append(token)
         if on_step is not None:
             on_step(i + 1)

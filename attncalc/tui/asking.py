@@ -7,8 +7,7 @@ from textual import events
 
 from attncalc import texts
 from attncalc.errors import InputError
-from attncalc.inputs.literal import parse_cell
-from attncalc.learn.walk import cell, graph_of, label_of, quiz_cell
+from attncalc.learn.walk import label_of, quiz_cell, typed_cell
 from attncalc.render.text import expansion_lines, fmt
 from attncalc.tui.panel import worked
 from attncalc.tui.prose import Prose, words
@@ -99,20 +98,14 @@ class Asking:
 
     def goto_cell(self, text: str) -> None:
         """`爱,0` on the step's main tensor or `K:你,1`: the cursor goes there when it is on the step."""
-        screen = self.walk.screens[self.k]
-        label, expansion = cell(self.walk, screen, text)
-        name = text.rpartition(":")[0].strip() or screen.main
-        name = screen.aliases.get(name, name)  # a generation step's view names its graph's node
-        graph = graph_of(self.walk, screen)
-        node = graph.node(name)
-        idx = parse_cell(text.rpartition(":")[2], node.rows, node.cols, graph.value(name).shape, option="c")
+        graph, name, idx, label = typed_cell(self.walk, self.walk.screens[self.k], text)
         for n, g in enumerate(self.grids):
             where = g.matrix.cell_of(idx) if g.matrix.name == name else None
             if where is not None:
                 self.current = n
                 self.place(where)
                 return
-        self.say(worked(label, expansion_lines(expansion, self.p)))
+        self.say(worked(label, expansion_lines(graph.explain(name, idx), self.p)))
 
     # ---- the quiz ---------------------------------------------------------------------------------
 
