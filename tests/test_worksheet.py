@@ -242,7 +242,9 @@ def test_a_real_model_layer_head_round_trips(cli, tmp_path):
     key.write_text(sheet_of(cli, *model, "--stage", "softmax", "--answers"), encoding="utf-8")
     text = key.read_text(encoding="utf-8")
     assert "A[5] =" in text and "# Given S_masked[5]" in text and "--layer 3 --head 5 --stage softmax" in text
-    code, got = report(cli, key)  # the model, text, layer and head from the sheet's first line
+    refused = cli("check", key)  # the sheet names a model: check opens it only when the grader names it too
+    assert refused.exit_code == 2 and "line 1: --model: expected --model given to check as well" in refused.stderr
+    code, got = report(cli, key, "--model", MINILM)  # the text, layer and head from the sheet's first line
     assert code == 0 and got["summary"]["correct"] == got["summary"]["cells"] == 25
     assert got["tensors"]["enc.3.A"]["head"] == 5
     wide = cli("worksheet", *model, "--stage", "qkv")

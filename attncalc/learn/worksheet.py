@@ -7,44 +7,24 @@ gives: each tensor computed from the numbers printed on the sheet and the key's 
 rounded at the decimals as a learner writes them — so a learner who makes no mistake writes the key.
 
 The sheet's first line names where its numbers come from (`# attncalc worksheet --example woaini …`), so
-`attncalc check SHEET` reads it back with no other option (`header_options`).
+`attncalc check SHEET` reads it back with no other option (learn/sheet_header.py).
 """
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from attncalc.core.graph import Graph
-from attncalc.core.names import STAGES
+from attncalc.core.optim import UPDATE_NAME
 from attncalc.errors import InputError
+from attncalc.learn.sheet_header import SHEET_STAGES, header_line
 from attncalc.learn.tolerance import rounded
 
-SHEET_STAGES = STAGES[: STAGES.index("attend") + 1]  # a stage's tensors fit a page up to attend
+__all__ = ["build", "graph_stage", "header_line", "stage_span"]
+
 MAX_COLUMNS = 16  # a grid to fill by hand; a real model's 384-wide Q is not one (its heads' S and A are)
-HEADER = "# attncalc worksheet"
-# the options a sheet's header may name, by flag: the Request field (or check's own option) each sets
-MODEL_OPTIONS = {
-    "--example": "example",
-    "--fixture": "fixture",
-    "--exercise": "exercise",
-    "--model": "model",
-    "--text": "text",
-    "--ids": "ids",
-    "--layer": "layer",
-    "--head": "head",
-    "--kind": "kind",
-    "--heads": "heads",
-    "--kv-heads": "kv_heads",
-    "--scale": "scale",
-    "--set": "sets",
-    "--precision": "precision",
-}
-SOURCES = ("example", "fixture", "exercise", "model")  # one of them says where the numbers come from
-LAYOUT_OPTIONS = ("--stage", "--from", "--to", "--decimals")  # how the sheet was laid out: check ignores them
-NUMBERS = {"layer": int, "head": int, "heads": int, "kv_heads": int, "precision": int, "scale": float}
 
 
 @dataclass
@@ -81,50 +61,16 @@ def stage_span(stage: str | None, start: str | None, end: str | None) -> list[st
         raise InputError("--stage", "either --stage or --from/--to", "both")
     for opt, s in (("--stage", stage), ("--from", start), ("--to", end)):
         if s is not None and s not in SHEET_STAGES:
-            raise InputError(opt, "a stage of the attention block: " + ", ".join(SHEET_STAGES), repr(s))
+            raise InputError(opt, "a worksheet stage: " + ", ".join(SHEET_STAGES), repr(s))
     lo, hi = (stage, stage) if stage else (start or "qkv", end or "attend")
     if SHEET_STAGES.index(lo) > SHEET_STAGES.index(hi):
         raise InputError("--from/--to", f"--from at or before --to ({hi})", repr(lo))
     return list(SHEET_STAGES[SHEET_STAGES.index(lo) : SHEET_STAGES.index(hi) + 1])
 
 
-def header_line(options: dict) -> str:
-    """`--example woaini --stage softmax`: the options that made the sheet, written as a command line."""
-    words = []
-    for flag, value in options.items():
-        for v in value if isinstance(value, list) else [value]:
-            if v is not None and v is not False:
-                words += [flag] if v is True else [flag, shlex.quote(str(v))]
-    return " ".join(words)
-
-
-def header_options(text: str, where: str) -> dict | None:
-    """The model options a sheet's header line names ({"example": "woaini", "sets": […]}), or None."""
-    for raw in text[:4096].splitlines()[:20]:
-        line = raw.strip()
-        if not line.startswith(HEADER):
-            continue
-        try:
-            words = shlex.split(line[len(HEADER) :])
-        except ValueError as e:
-            raise InputError(f"{where} line 1", "options as `attncalc worksheet` writes them", str(e)) from None
-        out: dict = {}
-        for k in range(0, len(words), 2):
-            flag, value = words[k], words[k + 1] if k + 1 < len(words) else None
-            if flag in LAYOUT_OPTIONS and value is not None:
-                continue
-            if flag not in MODEL_OPTIONS or value is None:
-                raise InputError(f"{where}: header", "options such as --example NAME", " ".join(words[k : k + 2]))
-            field_name = MODEL_OPTIONS[flag]
-            if field_name == "sets":
-                out.setdefault("sets", []).append(value)
-                continue
-            try:
-                out[field_name] = NUMBERS.get(field_name, str)(value)
-            except ValueError:
-                raise InputError(f"{where}: header {flag}", "a number", repr(value)) from None
-        return out
-    return None
+def graph_stage(stages: list[str]) -> str:
+    """The stage a sheet's graph is built to: its last page's (the optimiser's step follows the backward pass)."""
+    return "backward" if stages[-1] == "step" else stages[-1]
 
 
 def _shown_name(name: str, prefix: str) -> str:
@@ -134,7 +80,7 @@ def _shown_name(name: str, prefix: str) -> str:
 def _stage_of(graph: Graph, name: str, prefix: str) -> str | None:
     """The stage that computes `name`; with `--layer` (`prefix`), that layer's attention step by its name."""
     if not prefix:
-        return graph.nodes[name].stage
+        return "step" if UPDATE_NAME.fullmatch(name) else graph.nodes[name].stage
     from attncalc.learn.walk import ATTENTION, GROUPS  # a step's name → its group; for attention, its stage's name
 
     base = name[len(prefix) :] if name.startswith(prefix) else None
@@ -148,6 +94,8 @@ def _grids(
     tokens and columns (`rows`: labels a weight's rows have, such as the vocabulary's for E)."""
     node = graph.nodes[name]
     value = np.asarray(value, float)
+    if value.ndim == 0:  # the loss, dloss: one number
+        value = value.reshape(1, 1)
     if value.ndim == 1:
         value = value[None, :] if node.cols is None or len(node.cols) == value.shape[0] else value[:, None]
     n, m = value.shape[-2:]
