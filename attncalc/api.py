@@ -332,15 +332,15 @@ class Calculation:
         or of the steps this calculation took (`backward(optimizer=…)`)."""
         from attncalc import arguments
         from attncalc.learn.check import check
+        from attncalc.learn.hint import withhold
 
         tol, precision = arguments.check("tol", tol), arguments.check("precision", precision)
         optimizer, lr = arguments.check("optimizer", optimizer), arguments.check("lr", lr)
         sheets = read_worksheet(worksheet, self.fits)
         graph, prefix = self._graph_for(sheets, optimizer, lr)
         head = self.session.options.get("head")
-        return CheckReport(
-            check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix, hint=bool(hint))
-        )
+        report = check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix, hint=bool(hint))
+        return CheckReport(withhold(report) if hint else report)
 
     def fits(self, sheets: dict, line: int) -> None:
         """A long worksheet's tensors as far as its first `line` lines go against this model's shapes, before

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attncalc.core.graph import Graph
+from attncalc.core.ops import Scores
 from attncalc.core.optim import UPDATE_NAME
 from attncalc.errors import InputError
 from attncalc.learn.sheet_header import SHEET_STAGES, header_line
@@ -53,6 +54,35 @@ class Sheet:
     pages: list[Page]
     decimals: int
     answers: bool
+    notes: list[tuple[str, dict]] = field(default_factory=list)  # (text key, values): how to read the grids
+
+
+def _spans(width: int, parts: int) -> str:
+    """`0–1, 2–3`: the columns of each of `parts` equal parts of `width` columns."""
+    w = width // parts
+    return ", ".join(f"{k * w}–{(k + 1) * w - 1}" if w > 1 else str(k * w) for k in range(parts))
+
+
+def layout_notes(graph: Graph, prefix: str = "") -> list[tuple[str, dict]]:
+    """How to read a sheet's grids: positions count from 0; with several heads, which columns of Q, K and V are
+    which head's, and with grouped-query attention which KV head each query head reads (its first block's)."""
+    first = next((v.rows[0] for v in graph.nodes.values() if v.shown and v.rows), "0")
+    notes = [("sheet.positions", {"first": first})]
+    name = next((n for n, v in graph.nodes.items() if isinstance(v.op, Scores) and n.startswith(prefix)), None)
+    if name is None:
+        return notes
+    op, (q, k) = graph.nodes[name].op, graph.nodes[name].inputs
+    if op.h == 1:
+        return notes
+    width, kv_width = np.shape(graph.value(q))[-1], np.shape(graph.value(k))[-1]
+    if op.g == op.h:
+        notes.append(("sheet.heads", {"h": op.h, "q": _spans(width, op.h)}))
+        return notes
+    notes.append(("sheet.heads_kv", {"h": op.h, "q": _spans(width, op.h), "g": op.g, "kv": _spans(kv_width, op.g)}))
+    per = op.h // op.g
+    groups = "; ".join(f"{', '.join(map(str, range(j * per, (j + 1) * per)))} → {j}" for j in range(op.g))
+    notes.append(("sheet.gqa", {"groups": groups}))
+    return notes
 
 
 def stage_span(stage: str | None, start: str | None, end: str | None) -> list[str]:
@@ -160,4 +190,4 @@ def build(
         if not page.tasks:
             raise InputError("--stage", f"a stage this input computes tensors in ({stage} has none here)", stage)
         pages.append(page)
-    return Sheet(command, pages, decimals, answers)
+    return Sheet(command, pages, decimals, answers, layout_notes(graph, prefix))

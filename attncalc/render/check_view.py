@@ -64,6 +64,8 @@ def _explain(cell: dict, p: int) -> list[str]:
         head = f"{cell['label']} = "
         return ["    " + (head if k == 0 else " " * cell_len(head)) + w for k, w in enumerate(lines)]
 
+    if cell.get("hinted"):  # --hint: the hint, not the answer, is what is said about this cell
+        return [say("check.hinted", mark=MARK[cell["verdict"]], label=cell["label"], written=cell["written"])]
     correct, yours = _num(cell["correct"]), cell["from_yours"]
     facts = {"label": cell["label"], "written": cell["written"], "correct": fmt(correct, p)}
     if cell.get("accepted") is None:  # --tol
