@@ -340,7 +340,7 @@ class Calculation:
         graph, prefix = self._graph_for(sheets, optimizer, lr)
         head = self.session.options.get("head")
         report = check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix, hint=bool(hint))
-        return CheckReport(withhold(report) if hint else report)
+        return CheckReport(withhold(report, graph) if hint else report)
 
     def fits(self, sheets: dict, line: int) -> None:
         """A long worksheet's tensors as far as its first `line` lines go against this model's shapes, before

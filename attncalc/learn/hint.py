@@ -133,9 +133,10 @@ def first_hint(graph: Graph, yours: Graph, wrong: tuple[str, tuple], precision: 
     return {"tensor": name, "index": list(idx), "label": label, "from": parts, "first_step": step, "text": text}
 
 
-def withhold(report: dict) -> dict:
+def withhold(report: dict, graph: Graph | None = None) -> dict:
     """The report without the hinted cell's answer: its right value, the numbers accepted, the working and what
-    your inputs give are left out (`hinted`: true), so the hint is the one thing said about it."""
+    your inputs give are left out (`hinted`: true), so the hint is the one thing said about it; with `graph`, so
+    is the right working of every wrong cell computed directly from it (S_scaled's `3.014×1/√4` would say S)."""
     hint = report.get("hint")
     if not hint:
         return report
@@ -148,7 +149,27 @@ def withhold(report: dict) -> dict:
     for key in ("correct", "from_yours"):
         if t.get(key) is not None:
             t[key] = _without(t[key], local)
+    for name, other in report["tensors"].items() if graph is not None else ():
+        for cell in other["cells"]:
+            full = ([other["head"]] if other.get("head") is not None else []) + list(cell["index"])
+            if name != hint["tensor"] and _reads(graph, name, tuple(full), hint["tensor"], index):
+                cell["work"] = None
     return report
+
+
+def _reads(graph: Graph, name: str, idx: tuple, source: str, at: list) -> bool:
+    """Whether cell `idx` of `name` is computed from cell `at` of `source` (its op's operands)."""
+    try:
+        operands = graph.operands(name, idx)
+    except (IndexError, ValueError, TypeError):
+        return False
+    for n, index in operands:
+        if n == source and len(index) == len(at):
+            if all(
+                isinstance(k, slice) and at[j] in range(*k.indices(1 << 30)) or k == at[j] for j, k in enumerate(index)
+            ):
+                return True
+    return False
 
 
 def _without(nested, index: list):

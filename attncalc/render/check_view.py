@@ -72,7 +72,7 @@ def _explain(cell: dict, p: int) -> list[str]:
         line = say("check.you_wrote", tol=f"{cell['tolerance']:.2g}", **facts)
     else:
         line = say("check.you_wrote_at", accepted=either(cell["accepted"]), **facts)
-    out = [MARK[cell["verdict"]] + " " + line] + work(cell["work"])
+    out = [MARK[cell["verdict"]] + " " + line] + work(cell["work"] or [])  # --hint: no working from the hinted cell
     if yours is not None and (cell["verdict"] == "carried" or abs(_num(yours) - correct) > 2 * cell["tolerance"]):
         key = "check.from_yours_carried" if cell["verdict"] == "carried" else "check.from_yours_slip"
         out.append("  " + say(key, value=fmt(_num(yours), p)))

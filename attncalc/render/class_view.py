@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 
 from attncalc.learn.class_report import COUNTS
 from attncalc.texts import t as say
@@ -18,11 +19,26 @@ def _headers() -> list[str]:
     ]
 
 
-def _cells(r: dict) -> list[str]:
+def _short(sheets: list[str]) -> dict[str, str]:
+    """Each sheet's path as the table shows it: after the folder all of them share (a class's folder)."""
+    folders = [os.path.dirname(p) for p in sheets]
+    try:
+        common = os.path.commonpath(folders) if all(folders) else ""
+    except ValueError:  # absolute and relative paths mixed
+        common = ""
+    return {p: os.path.relpath(p, common) if common else p for p in sheets}
+
+
+def _cells(r: dict, shown: str) -> list[str]:
     if r["error"] is not None:
-        return [r["sheet"], "", "", "", "", say("class.not_read"), ""]
+        return [shown, "", "", "", "", say("class.not_read"), ""]
     first = f"{r['first_slip']} ({r['first_slip_cell']})" if r["first_slip_cell"] else (r["first_slip"] or "")
-    return [r["sheet"], *(str(r[k]) for k in COUNTS), first, "; ".join(r["mistakes"])]
+    return [shown, *(str(r[k]) for k in COUNTS), first, "; ".join(r["mistakes"])]
+
+
+def _rows(doc: dict) -> list[list[str]]:
+    short = _short([r["sheet"] for r in doc["sheets"]])
+    return [_cells(r, short[r["sheet"]]) for r in doc["sheets"]]
 
 
 def summary_lines(doc: dict) -> list[str]:
@@ -45,7 +61,7 @@ def draw(doc: dict) -> None:
     from attncalc.render.table import console, fitted_table
 
     con = console()
-    rows = [_cells(r) for r in doc["sheets"]]
+    rows = _rows(doc)
     justify = ["left", "right", "right", "right", "right", "left", "left"]
     table, note = fitted_table(con, _headers(), rows, justify, drop_first=[6, 4])
     con.print(table)
@@ -59,7 +75,7 @@ def draw(doc: dict) -> None:
 def markdown(doc: dict) -> str:
     head = _headers()
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in doc["sheets"]]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _rows(doc)]
     return "\n".join(lines + [""] + summary_lines(doc)) + "\n"
 
 
