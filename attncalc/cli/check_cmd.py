@@ -19,6 +19,7 @@ Worksheets = Annotated[
         help='Your worksheet: JSON {"Q": [[…]], "S": [[…]]} or text (`Q =` then rows, `#` comments); '
         "- reads stdin (the model then comes from --example or --fixture). Several sheets, or a folder of them "
         "(.txt, .json): a row per sheet and the class's summary.",
+        metavar="WORKSHEET",
         show_default=False,
     ),
 ]
@@ -47,8 +48,16 @@ Hint = Annotated[
 HELP = "Check your own hand-computed matrices: each cell correct, carried forward, or a slip."
 
 
+class SheetsCommand(typer.core.TyperCommand):
+    """`check WORKSHEET…`: the usage line says "one or more" with an ellipsis, not Click's "...", which reads
+    as a help line cut short."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        return [p[:-3] + "…" if p.endswith("...") else p for p in super().collect_usage_pieces(ctx)]
+
+
 def register(app: typer.Typer) -> None:
-    app.command("check", help=HELP)(check)
+    app.command("check", help=HELP, cls=SheetsCommand)(check)
 
 
 def check(
