@@ -42,7 +42,7 @@ def summary(rows: list[dict], reports: list[dict]) -> dict:
     steps: dict[str, dict] = {}
     for report in reports:
         for name, t in report["tensors"].items():
-            flat = list(_flat(t["verdicts"]))
+            flat = list(flat_cells(t["verdicts"]))
             step = steps.setdefault(name, {"tensor": name, "sheets": 0, "slipped": 0, "carried": 0, "slip_cells": 0})
             step["sheets"] += 1
             step["slipped"] += "slip" in flat
@@ -67,9 +67,10 @@ def summary(rows: list[dict], reports: list[dict]) -> dict:
     }
 
 
-def _flat(x):
+def flat_cells(x):
+    """The cells of nested lists (a report's verdicts), in order."""
     if isinstance(x, list):
         for v in x:
-            yield from _flat(v)
+            yield from flat_cells(v)
     else:
         yield x
