@@ -80,6 +80,14 @@ def test_optimiser_tensors_on_a_text_sheet_sgd_and_adam(cli, tmp_path):
     assert api.summary["cells"] == 16  # the API takes the optimiser too
 
 
+def test_a_json_sheet_of_gradients_and_the_step_validates_against_the_schema(cli):
+    from test_schemas import errors
+
+    sheet = {DWQ: [[0.0007] * 4] * 4, "output.W.new": [[0.1] * 8] * 4, "enc.0.dA": [[0.01] * 3] * 3}
+    assert errors("worksheet", sheet) == []
+    assert errors("worksheet", {"encoder.layers[0]": [[1.0]]}) and errors("worksheet", {"A[5]": [[1.0]]})
+
+
 @pytest.mark.parametrize("example", ["woaini", "wochiyu", "multihead"])
 def test_worksheet_stage_backward_printed_filled_and_checked_round_trip(cli, tmp_path, example):
     blank = cli("worksheet", "--example", example, "--stage", "backward")
