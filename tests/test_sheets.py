@@ -158,6 +158,9 @@ def test_hint_leaves_the_hinted_cells_answer_out_of_the_report(cli, tmp_path):
     cell = next(c for c in got["tensors"]["S"]["cells"] if c["index"] == [1, 1])
     assert cell["hinted"] and cell["correct"] is None and cell["work"] is None and cell["accepted"] is None
     assert got["tensors"]["S"]["correct"][1][1] is None and got["tensors"]["S"]["correct"][0][0] == 4.0
+    report = attncalc.load("woaini").check(path.read_text(encoding="utf-8"), hint=True)  # a notebook's view too
+    html = report._repr_html_()
+    assert "S[爱, 爱]" in html and "3.40" in html and "3.014" not in html and "3.01<" not in html
 
 
 def test_hint_first_steps_are_not_the_answer(cli, tmp_path):
