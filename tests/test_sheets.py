@@ -255,6 +255,13 @@ def test_bad_header_values_are_named_as_the_sheets_line(cli, tmp_path, header, m
     assert r.stderr.startswith(f"attncalc: error: {sheet} {message}"), r.stderr
 
 
+def test_two_header_lines_are_refused(cli, tmp_path):
+    sheet = tmp_path / "sheet.txt"
+    sheet.write_text("# attncalc worksheet --example woaini\n# attncalc worksheet --example multihead\nA =\n", "utf-8")
+    r = cli("check", sheet)
+    assert r.exit_code == 2 and f"{sheet} line 2: expected one `# attncalc worksheet` line (line 1 is one)" in r.stderr
+
+
 def test_a_header_after_comments_is_named_by_its_own_line(cli, tmp_path):
     sheet = tmp_path / "sheet.txt"
     sheet.write_text("# my sheet\n# class 3b\n# attncalc worksheet --example woaini --precision 13\nA =\n", "utf-8")

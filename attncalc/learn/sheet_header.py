@@ -94,10 +94,11 @@ def _value(flag: str, text: str, where: str):
 
 def header_options(text: str, where: str) -> Header | None:
     """The options a sheet's header line names, each checked (see the module docstring), or None."""
-    for lineno, raw in enumerate(text[:4096].splitlines()[:SCAN_LINES], 1):
-        line = raw.strip()
-        if not line.startswith(HEADER):
-            continue
+    lines = [(k, raw.strip()) for k, raw in enumerate(text[:4096].splitlines()[:SCAN_LINES], 1)]
+    found = [(k, line) for k, line in lines if line.startswith(HEADER)]
+    if len(found) > 1:  # two first lines: which one made the numbers is not for check to guess
+        raise InputError(f"{where} line {found[1][0]}", f"one `{HEADER}` line (line {found[0][0]} is one)", "a second")
+    for lineno, line in found:
         header = Header(line=lineno, where=f"{where} line {lineno}")
         try:
             words = shlex.split(line[len(HEADER) :])
