@@ -324,7 +324,7 @@ def test_a_class_as_csv_and_table_and_its_exit_codes(cli, tmp_path):
     assert "\nbo.txt " in table.stdout and "A (A[爱, 你])" in table.stdout  # a row per sheet, by its name in the folder
     md = cli("check", folder, "-f", "markdown").stdout
     assert "| bo.txt | 80 | 0 | 1 | 0 | A (A[爱, 你]) |  |" in md
-    assert "S_scaled: a slip on 1 of 3 sheets (9 cells), carried on 0" in table.stdout
+    assert "S_scaled: a slip on 1 of 3 sheets (9 cells); an earlier error carried into it on 0" in table.stdout
     good = cli("check", folder / "ann.txt", folder / "ann.txt", "-f", "json")
     assert good.exit_code == 0 and json.loads(good.stdout)["summary"]["all_correct"] == 2
     bad = folder / "dee.txt"  # a sheet check cannot read: its row says why, the others are still checked
