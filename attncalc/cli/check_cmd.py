@@ -1,11 +1,14 @@
-"""`attncalc check WORKSHEET`: your own hand-computed matrices against the model's (docs/worksheet.md).
+"""`attncalc check WORKSHEET…`: your own hand-computed matrices against the model's (docs/worksheet.md); several
+sheets, or a folder of them, as a class (a row per sheet and a summary).
 
-The logic is in `attncalc/learn/check.py`, the report's drawing in `attncalc/render/check_view.py`; this
-module parses the command line. NumPy and Rich are imported only inside the command body.
+The logic is in `attncalc/learn/check.py` (a sheet), `learn/sheet_header.py` (its first line) and
+`learn/class_report.py` (a class); the drawing in `render/check_view.py` and `render/class_view.py`; this module
+parses the command line. NumPy and Rich are imported only inside the command body.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Optional
 
@@ -105,8 +108,6 @@ def check(
 
 def sheet_paths(given: list[str]) -> tuple[list[str], bool]:
     """The sheets to check and whether they are a class's (several, or a folder's .txt and .json files)."""
-    import os
-
     from attncalc.errors import InputError
     from attncalc.learn.class_report import SHEET_SUFFIXES
 
