@@ -48,6 +48,12 @@ Hint = Annotated[
 ]
 
 
+StepOptimizer = o.optional(
+    "--optimizer",
+    help="sgd|adam: the optimiser step a sheet's .new, .m, .v tensors are judged against (default: adam when the "
+    "sheet has Adam's moments, else sgd).",
+    panel=o.TRAINING,
+)
 HELP = "Check your own hand-computed matrices: each cell correct, carried forward, or a slip."
 
 
@@ -85,7 +91,7 @@ def check(
     ids: o.Ids = None,
     layer: o.Layer = None,
     head: o.Head = None,
-    optimizer: o.Optimizer = None,
+    optimizer: StepOptimizer = None,
     lr: o.LearningRate = None,
     debug: o.Debug = False,
 ):

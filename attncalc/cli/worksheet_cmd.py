@@ -34,6 +34,9 @@ Decimals = o.optional(
     min=0,
     max=6,
 )
+StepOptimizer = o.optional(
+    "--optimizer", help="sgd|adam: the optimiser of --stage step (default sgd).", panel=o.TRAINING
+)
 Answers = Annotated[bool, typer.Option("--answers", help="The key: the same sheet filled in (for a teacher).")]
 Output = o.optional("--output", "-o", help="Write the sheet to this file instead of standard output.", panel=o.OUTPUT)
 BACKWARD_DECIMALS = 4  # gradients of the bundled examples are thousandths: 2 decimals would round most to 0
@@ -68,7 +71,7 @@ def worksheet(
     ids: o.Ids = None,
     layer: o.Layer = None,
     head: o.Head = None,
-    optimizer: o.Optimizer = None,
+    optimizer: StepOptimizer = None,
     lr: o.LearningRate = None,
     debug: o.Debug = False,
 ):

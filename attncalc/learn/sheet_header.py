@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from attncalc import arguments
 from attncalc.core.names import STAGES
 from attncalc.errors import InputError
+from attncalc.inputs.examples import example_names
 
 HEADER = "# attncalc worksheet"
 # the stages a sheet has pages for: the attention block, the backward pass, and one optimiser step after it
@@ -70,8 +71,6 @@ def header_line(options: dict) -> str:
 
 def _value(flag: str, text: str, where: str):
     """One header value, checked by its option's rule; an example by the bundled names."""
-    from attncalc.inputs.examples import example_names
-
     name = MODEL_OPTIONS.get(flag)
     if flag in ("--stage", "--from", "--to"):
         if text not in SHEET_STAGES:
