@@ -314,20 +314,33 @@ class Calculation:
             precision=precision,
         )
 
-    def check(self, worksheet, *, tol: float | None = None, precision: int = 3, hint: bool = False) -> CheckReport:
+    def check(
+        self,
+        worksheet,
+        *,
+        tol: float | None = None,
+        precision: int = 3,
+        hint: bool = False,
+        optimizer: str | None = None,
+        lr: float | None = None,
+    ) -> CheckReport:
         """Your own numbers against the model's: a dict {"S": [[…]]}, a worksheet's path or its text.
         With `layer=N` (and `head=H`) loaded, `A` means layer N's A (and a [n, m] sheet head H of it).
-        `hint=True` adds the report's "hint": the first wrong cell's inputs and first step (attncalc/learn/hint.py)."""
+        `hint=True` adds the report's "hint": the first wrong cell's inputs and first step (attncalc/learn/hint.py).
+        A sheet of the optimiser's step (`output.W.new`, Adam's `.m`, `.v`, …) is judged against one step of
+        `optimizer` at `lr` (default: adam when the sheet has Adam's moments, else sgd; their default rates),
+        or of the steps this calculation took (`backward(optimizer=…)`)."""
         from attncalc import arguments
         from attncalc.learn.check import check
+        from attncalc.learn.hint import withhold
 
         tol, precision = arguments.check("tol", tol), arguments.check("precision", precision)
+        optimizer, lr = arguments.check("optimizer", optimizer), arguments.check("lr", lr)
         sheets = read_worksheet(worksheet, self.fits)
-        graph, prefix = self._graph_for(sheets)
+        graph, prefix = self._graph_for(sheets, optimizer, lr)
         head = self.session.options.get("head")
-        return CheckReport(
-            check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix, hint=bool(hint))
-        )
+        report = check(graph, sheets, tol=tol, precision=precision, head=head, prefix=prefix, hint=bool(hint))
+        return CheckReport(withhold(report, graph) if hint else report)
 
     def fits(self, sheets: dict, line: int) -> None:
         """A long worksheet's tensors as far as its first `line` lines go against this model's shapes, before
@@ -337,14 +350,20 @@ class Calculation:
         graph, prefix = self._graph_for(sheets)
         refuse_misfit(graph, sheets, line, prefix)
 
-    def _graph_for(self, sheets: dict):
-        """(the graph that holds every tensor of `sheets`, the prefix a bare name means with `layer`)."""
+    def _graph_for(self, sheets: dict, optimizer: str | None = None, lr: float | None = None):
+        """(the graph that holds every tensor of `sheets`, the prefix a bare name means with `layer`); a sheet
+        of the optimiser's step gets a graph that took one step of `optimizer` (`check.step_optimizer`)."""
+        from attncalc.core.optim import step_optimizer
         from attncalc.learn.check import stage_for
 
         graph = self.graph
         needed = stage_for(sheets)
         layer = self.request.layer
-        if STAGES.index(needed) > STAGES.index(self.stage) and layer is None:  # --layer: that one
+        kind = step_optimizer(sheets, optimizer) if self.training is None else None
+        if kind is not None:
+            request = dataclasses.replace(self.request, stage="backward")
+            graph = Backward(request, kind, lr, 1, where="--optimizer").graph
+        elif STAGES.index(needed) > STAGES.index(self.stage) and layer is None:  # --layer: that one
             graph = Calculation(dataclasses.replace(self.request, stage=needed)).graph
         return graph, layer_prefix(graph, layer)
 

@@ -24,7 +24,7 @@ def test_help_lists_exactly_the_formats_offered(cli, command):
     "args,offered",
     [
         (["softmax", "--example", "woaini"], "auto, table, json, markdown or latex"),
-        (["check", "-", "--example", "woaini"], "auto, table, json or markdown for check"),
+        (["check", "-", "--example", "woaini"], "auto, table, json, markdown or csv for check"),
         (["compare", "--example", "woaini"], "auto, table, json or markdown for compare"),
         (["walk", "--example", "woaini"], "auto, table or markdown for walk"),
         (["examples"], "auto, table or json for examples"),

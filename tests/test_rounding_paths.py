@@ -60,15 +60,19 @@ def test_a_copied_transposed_names_both_readings_and_o_from_the_right_a_is_corre
         "in this example they give the same numbers"
     )
     assert (verdicts(report, "O") == "correct").all()  # worked from the right A, not from the copy
+    assert report["notes"] == []  # issue 35: no S on this sheet, so no note about computing it
+    code, report, _ = check(sheet({"S": t["S"], "A": a2.T}, dec=2))
     assert report["notes"] == [
         "In this example S is symmetric (S = Sᵀ), so K·Qᵀ gives the same numbers as Q·Kᵀ: "
         "check cannot tell which of the two you computed."
     ]
 
 
-def test_the_symmetric_note_is_said_only_when_s_is_behind_the_sheet(check, truth):
+def test_the_symmetric_note_is_said_only_when_s_is_on_the_sheet(check, truth):
     _, report, _ = check(sheet({"Q": truth()["Q"]}))
     assert report["notes"] == []
+    _, report, _ = check(sheet({"S_scaled": truth()["S_scaled"]}))  # the scores, scaled: S is behind it
+    assert len(report["notes"]) == 1
 
 
 def test_a_whole_sheet_rounded_true_at_three_decimals_is_right(check, truth):

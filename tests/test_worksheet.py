@@ -173,11 +173,15 @@ def test_hint_names_the_cells_to_combine_and_the_first_step_from_your_numbers_no
     assert code == 1 and hint["label"] == "S[爱, 爱]" and hint["index"] == [1, 1]
     assert hint["from"] == ["row 爱 of Q", "row 爱 of K"]
     # the learner's own Q and K rows (0.43 1.77 0.43 1.77 / 1.77 0.43 1.77 0.43), not the answer (3.04)
-    assert hint["first_step"] == "0.43×1.77 + 1.77×0.43 + 0.43×1.77 + 1.77×0.43 = ?"
+    # a sum's first step is its first term (issue 35: the whole sum was the whole working, not a first step)
+    assert hint["first_step"] == "0.43×1.77 = ?"
     assert "3.04" not in hint["text"] and "3.0" not in hint["first_step"]
-    assert hint["text"].startswith("Hint for S[爱, 爱] (S = Q·Kᵀ): work from row 爱 of Q and row 爱 of K.")
+    assert hint["text"] == (
+        "Hint for S[爱, 爱] (S = Q·Kᵀ): work from row 爱 of Q and row 爱 of K. First step, from your numbers: "
+        "0.43×1.77 = ? (then the other 3 term(s) the same way)."
+    )
     zh = cli("check", path, "--hint", "--lang", "zh", "-f", "table").stdout
-    assert "S[爱, 爱] 的提示（S = Q·Kᵀ）：从 Q 的“爱”行和 K 的“爱”行算起。第一步（用你自己的数）：" in zh
+    assert "S[爱, 爱]（S = Q·Kᵀ）的提示：从 Q 的“爱”行和 K 的“爱”行算起。第一步，用你自己的数：0.43×1.77 = ?" in zh
     assert "第一处失误：S。" in zh
     assert "hint" not in report(cli, path)[1]  # only when asked
 
@@ -195,7 +199,7 @@ def test_hint_on_a_softmax_cell_and_a_weight_column(cli, tmp_path):
     path.write_text(text.replace("0.33", "0.50", 1), encoding="utf-8")
     hint = report(cli, path, "--hint")[1]["hint"]
     assert hint["from"] == ["row 我 of S_masked"]
-    assert hint["first_step"] == "e^2.0000 / (e^2.0000 + e^2.1959 + e^1.7565)"  # no result
+    assert hint["first_step"] == "e^2.0000 = ?"  # the numerator first: not the whole quotient, no result
 
 
 def test_markdown_and_zh_sheets(cli):
@@ -242,7 +246,9 @@ def test_a_real_model_layer_head_round_trips(cli, tmp_path):
     key.write_text(sheet_of(cli, *model, "--stage", "softmax", "--answers"), encoding="utf-8")
     text = key.read_text(encoding="utf-8")
     assert "A[5] =" in text and "# Given S_masked[5]" in text and "--layer 3 --head 5 --stage softmax" in text
-    code, got = report(cli, key)  # the model, text, layer and head from the sheet's first line
+    refused = cli("check", key)  # the sheet names a model: check opens it only when the grader names it too
+    assert refused.exit_code == 2 and "line 1: --model: expected --model given to check as well" in refused.stderr
+    code, got = report(cli, key, "--model", MINILM)  # the text, layer and head from the sheet's first line
     assert code == 0 and got["summary"]["correct"] == got["summary"]["cells"] == 25
     assert got["tensors"]["enc.3.A"]["head"] == 5
     wide = cli("worksheet", *model, "--stage", "qkv")

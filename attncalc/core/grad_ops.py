@@ -187,6 +187,10 @@ class CrossEntropyGrad(Term):
         ks = [(0, (k,)) for k, row in enumerate(self.rows) if row == r]
         return ks + [(1, (r, slice(None)))] if ks else []
 
+    def reads_softmax(self, idx) -> tuple[int, int]:
+        """(row, column) of the probability its working reads: p[r, v] of the logits' softmax."""
+        return int(idx[0]), int(idx[1])
+
     def piece(self, names):
         return f"(probs − onehot)·{names[0]}"
 

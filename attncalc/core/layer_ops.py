@@ -253,6 +253,11 @@ class NegLogLikelihood(Op):
         (i,) = idx
         return [(0, (int(self.rows[i]), slice(None)))]  # log p needs the whole row of logits
 
+    def reads_softmax(self, idx) -> tuple[int, int]:
+        """(row, column) of the probability its working reads: p(label) in the row of the logits' softmax."""
+        (i,) = idx
+        return int(self.rows[i]), int(self.labels[i])
+
 
 class Mean(Op):
     """The mean of a vector (the loss over positions)."""

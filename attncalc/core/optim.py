@@ -17,6 +17,7 @@ whole dicts of parameters, for steps after the first (`--steps N`) and for the t
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -185,6 +186,18 @@ def update_names(param: str, kind: str) -> dict[str, str]:
     with Adam first `enc.0.Wq.m`, `.v`, `.m_hat`, `.v_hat` (docs/tensors.md)."""
     parts = ("m", "v", "m_hat", "v_hat", "new") if kind == "adam" else ("new",)
     return {part: f"{param}.{part}" for part in parts}
+
+
+UPDATE_NAME = re.compile(r".+\.(new|m|v|m_hat|v_hat)")  # a tensor of step 1 (`update_names`)
+
+
+def step_optimizer(names, optimizer: str | None = None) -> str | None:
+    """The optimiser tensors named like step 1's (a worksheet's) are judged against: `optimizer` when given, adam
+    when they include Adam's moments (`.m`, `.v`, `.m_hat`, `.v_hat`), else sgd; None when none is a step's."""
+    parts = {m.group(1) for n in names if (m := UPDATE_NAME.fullmatch(n))}
+    if not parts:
+        return None
+    return optimizer or ("adam" if parts - {"new"} else "sgd")
 
 
 def _parts(leaf: str, grad: str, short: str, opt: Optimizer) -> list[tuple]:

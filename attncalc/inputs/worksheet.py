@@ -244,7 +244,10 @@ _LINE_ERROR = re.compile(r" line \d+|: .*\(line \d+\)")  # where a row's own err
 
 # A tensor's first line: `Q =` or `Q[1] =` (numbers may follow), or a title as attncalc prints one:
 # `A = softmax(S_masked) per row   [3×3]  head 0`, `enc.0.Q: Q = H·Wq   [3×4]`, `V (given)   [1×2]`.
-_HEADER = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?:\[\s*(\d+)\s*\]\s*=|=|:(?=\s*\S+\s*=)|\s\(given\))(.*)")
+# A name may index a layer inside it (`encoder.layers[0].self_attention.dWq`, `output.W.new`); a `[H]` at its end is a
+# head.
+_NAME = r"[A-Za-z_]\w*(?:(?:\[\d+\])?\.\w+)*"
+_HEADER = re.compile(rf"\s*({_NAME})\s*(?:\[\s*(\d+)\s*\]\s*=|=|:(?=\s*\S+\s*=)|\s\(given\))(.*)")
 _TITLE_HEAD = re.compile(r"\bhead (\d+)\s*$")
 _CORNER_HEAD = re.compile(r"\s*head (\d+)\s")  # check's tables: `head 0` above the row labels
 _MARKS = "~✗✓*"  # check's marks on a cell (~0.40, ✗1.2), kept out of the number
@@ -273,12 +276,18 @@ def _unlabel(lines: list) -> list:
     line of tokens (`我 爱 你`, check's "mistake:" line) or of the indices `0 1 2 3` above rows that each
     start with a label; a row label is a token (never a number: `nan`, `0x1`, `1_0` are numbers written
     wrong, and are named). Everything else is a row of numbers."""
+    header = None
     while lines and (all(map(is_token, lines[0][1])) or lines[0][1][0].endswith((":", "："))):
+        header = lines[0][1]
         lines = lines[1:]  # a header, or a line that starts with a label (check's "mistake: …")
-    if len(lines) > 1 and _indices(lines[0][1]):
-        k = len(lines[0][1])
-        rest = lines[1:]
-        if all(len(t) == k + 1 and (is_token(t[0]) or t[0] == str(r)) for r, (_, t) in enumerate(rest)):
+    # rows under column labels (or the indices `0 1 2 3`: then a row of numbers only when the rows are not
+    # each one longer), each led by its label or its index (`0`)
+    for top, rest in ((header, lines), (lines[0][1] if len(lines) > 1 and _indices(lines[0][1]) else None, lines[1:])):
+        if (
+            top is not None
+            and rest
+            and all(len(t) == len(top) + 1 and (is_token(t[0]) or t[0] == str(r)) for r, (_, t) in enumerate(rest))
+        ):
             return [(lineno, t[1:]) for lineno, t in rest]
     widths = [len(t) - (len(t) > 1 and is_token(t[0])) for _, t in lines]
     width = max(set(widths), key=widths.count) if widths else 0

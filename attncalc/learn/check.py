@@ -27,7 +27,7 @@ import numpy as np
 
 from attncalc import arguments, texts
 from attncalc.core.graph import Graph
-from attncalc.core.ops import Scores
+from attncalc.core.ops import Scores, Softmax
 from attncalc.errors import InputError
 from attncalc.inputs.document import jsonable
 from attncalc.inputs.literal import cell_label
@@ -231,9 +231,16 @@ def _mistake(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
 
 
 def _symmetric(graph: Graph, names) -> bool:
-    """Whether a Scores tensor feeding (or being) one of `names` is symmetric: then K·Qᵀ = Q·Kᵀ."""
-    for n in graph.upstream(names):
+    """Whether a Scores tensor that is one of `names`, or that one of them is computed from before any softmax
+    (S_scaled, S_masked), is symmetric: then K·Qᵀ = Q·Kᵀ. A sheet without the scores gets no note."""
+    seen, todo = set(), [n for n in names if n in graph.nodes]
+    while todo:
+        n = todo.pop()
         node = graph.nodes[n]
+        if n in seen or node.is_leaf or isinstance(node.op, Softmax):
+            continue
+        seen.add(n)
+        todo += [i for i in node.inputs if i in graph.nodes]
         if isinstance(node.op, Scores):
             s = np.asarray(graph.value(n), float)
             if s.shape[-1] == s.shape[-2] and np.allclose(s, np.swapaxes(s, -1, -2), rtol=1e-12, atol=1e-12):

@@ -7,44 +7,25 @@ gives: each tensor computed from the numbers printed on the sheet and the key's 
 rounded at the decimals as a learner writes them — so a learner who makes no mistake writes the key.
 
 The sheet's first line names where its numbers come from (`# attncalc worksheet --example woaini …`), so
-`attncalc check SHEET` reads it back with no other option (`header_options`).
+`attncalc check SHEET` reads it back with no other option (learn/sheet_header.py).
 """
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from attncalc.core.graph import Graph
-from attncalc.core.names import STAGES
+from attncalc.core.ops import Scores
+from attncalc.core.optim import UPDATE_NAME
 from attncalc.errors import InputError
+from attncalc.learn.sheet_header import SHEET_STAGES, header_line
 from attncalc.learn.tolerance import rounded
 
-SHEET_STAGES = STAGES[: STAGES.index("attend") + 1]  # a stage's tensors fit a page up to attend
+__all__ = ["build", "graph_stage", "header_line", "stage_span"]
+
 MAX_COLUMNS = 16  # a grid to fill by hand; a real model's 384-wide Q is not one (its heads' S and A are)
-HEADER = "# attncalc worksheet"
-# the options a sheet's header may name, by flag: the Request field (or check's own option) each sets
-MODEL_OPTIONS = {
-    "--example": "example",
-    "--fixture": "fixture",
-    "--exercise": "exercise",
-    "--model": "model",
-    "--text": "text",
-    "--ids": "ids",
-    "--layer": "layer",
-    "--head": "head",
-    "--kind": "kind",
-    "--heads": "heads",
-    "--kv-heads": "kv_heads",
-    "--scale": "scale",
-    "--set": "sets",
-    "--precision": "precision",
-}
-SOURCES = ("example", "fixture", "exercise", "model")  # one of them says where the numbers come from
-LAYOUT_OPTIONS = ("--stage", "--from", "--to", "--decimals")  # how the sheet was laid out: check ignores them
-NUMBERS = {"layer": int, "head": int, "heads": int, "kv_heads": int, "precision": int, "scale": float}
 
 
 @dataclass
@@ -73,6 +54,35 @@ class Sheet:
     pages: list[Page]
     decimals: int
     answers: bool
+    notes: list[tuple[str, dict]] = field(default_factory=list)  # (text key, values): how to read the grids
+
+
+def _spans(width: int, parts: int) -> str:
+    """`0–1, 2–3`: the columns of each of `parts` equal parts of `width` columns."""
+    w = width // parts
+    return ", ".join(f"{k * w}–{(k + 1) * w - 1}" if w > 1 else str(k * w) for k in range(parts))
+
+
+def layout_notes(graph: Graph, prefix: str = "") -> list[tuple[str, dict]]:
+    """How to read a sheet's grids: positions count from 0; with several heads, which columns of Q, K and V are
+    which head's, and with grouped-query attention which KV head each query head reads (its first block's)."""
+    first = next((v.rows[0] for v in graph.nodes.values() if v.shown and v.rows), "0")
+    notes = [("sheet.positions", {"first": first})]
+    name = next((n for n, v in graph.nodes.items() if isinstance(v.op, Scores) and n.startswith(prefix)), None)
+    if name is None:
+        return notes
+    op, (q, k) = graph.nodes[name].op, graph.nodes[name].inputs
+    if op.h == 1:
+        return notes
+    width, kv_width = np.shape(graph.value(q))[-1], np.shape(graph.value(k))[-1]
+    if op.g == op.h:
+        notes.append(("sheet.heads", {"h": op.h, "q": _spans(width, op.h)}))
+        return notes
+    notes.append(("sheet.heads_kv", {"h": op.h, "q": _spans(width, op.h), "g": op.g, "kv": _spans(kv_width, op.g)}))
+    per = op.h // op.g
+    groups = "; ".join(f"{', '.join(map(str, range(j * per, (j + 1) * per)))} → {j}" for j in range(op.g))
+    notes.append(("sheet.gqa", {"groups": groups}))
+    return notes
 
 
 def stage_span(stage: str | None, start: str | None, end: str | None) -> list[str]:
@@ -81,50 +91,16 @@ def stage_span(stage: str | None, start: str | None, end: str | None) -> list[st
         raise InputError("--stage", "either --stage or --from/--to", "both")
     for opt, s in (("--stage", stage), ("--from", start), ("--to", end)):
         if s is not None and s not in SHEET_STAGES:
-            raise InputError(opt, "a stage of the attention block: " + ", ".join(SHEET_STAGES), repr(s))
+            raise InputError(opt, "a worksheet stage: " + ", ".join(SHEET_STAGES), repr(s))
     lo, hi = (stage, stage) if stage else (start or "qkv", end or "attend")
     if SHEET_STAGES.index(lo) > SHEET_STAGES.index(hi):
         raise InputError("--from/--to", f"--from at or before --to ({hi})", repr(lo))
     return list(SHEET_STAGES[SHEET_STAGES.index(lo) : SHEET_STAGES.index(hi) + 1])
 
 
-def header_line(options: dict) -> str:
-    """`--example woaini --stage softmax`: the options that made the sheet, written as a command line."""
-    words = []
-    for flag, value in options.items():
-        for v in value if isinstance(value, list) else [value]:
-            if v is not None and v is not False:
-                words += [flag] if v is True else [flag, shlex.quote(str(v))]
-    return " ".join(words)
-
-
-def header_options(text: str, where: str) -> dict | None:
-    """The model options a sheet's header line names ({"example": "woaini", "sets": […]}), or None."""
-    for raw in text[:4096].splitlines()[:20]:
-        line = raw.strip()
-        if not line.startswith(HEADER):
-            continue
-        try:
-            words = shlex.split(line[len(HEADER) :])
-        except ValueError as e:
-            raise InputError(f"{where} line 1", "options as `attncalc worksheet` writes them", str(e)) from None
-        out: dict = {}
-        for k in range(0, len(words), 2):
-            flag, value = words[k], words[k + 1] if k + 1 < len(words) else None
-            if flag in LAYOUT_OPTIONS and value is not None:
-                continue
-            if flag not in MODEL_OPTIONS or value is None:
-                raise InputError(f"{where}: header", "options such as --example NAME", " ".join(words[k : k + 2]))
-            field_name = MODEL_OPTIONS[flag]
-            if field_name == "sets":
-                out.setdefault("sets", []).append(value)
-                continue
-            try:
-                out[field_name] = NUMBERS.get(field_name, str)(value)
-            except ValueError:
-                raise InputError(f"{where}: header {flag}", "a number", repr(value)) from None
-        return out
-    return None
+def graph_stage(stages: list[str]) -> str:
+    """The stage a sheet's graph is built to: its last page's (the optimiser's step follows the backward pass)."""
+    return "backward" if stages[-1] == "step" else stages[-1]
 
 
 def _shown_name(name: str, prefix: str) -> str:
@@ -134,7 +110,7 @@ def _shown_name(name: str, prefix: str) -> str:
 def _stage_of(graph: Graph, name: str, prefix: str) -> str | None:
     """The stage that computes `name`; with `--layer` (`prefix`), that layer's attention step by its name."""
     if not prefix:
-        return graph.nodes[name].stage
+        return "step" if UPDATE_NAME.fullmatch(name) else graph.nodes[name].stage
     from attncalc.learn.walk import ATTENTION, GROUPS  # a step's name → its group; for attention, its stage's name
 
     base = name[len(prefix) :] if name.startswith(prefix) else None
@@ -148,6 +124,8 @@ def _grids(
     tokens and columns (`rows`: labels a weight's rows have, such as the vocabulary's for E)."""
     node = graph.nodes[name]
     value = np.asarray(value, float)
+    if value.ndim == 0:  # the loss, dloss: one number
+        value = value.reshape(1, 1)
     if value.ndim == 1:
         value = value[None, :] if node.cols is None or len(node.cols) == value.shape[0] else value[:, None]
     n, m = value.shape[-2:]
@@ -212,4 +190,4 @@ def build(
         if not page.tasks:
             raise InputError("--stage", f"a stage this input computes tensors in ({stage} has none here)", stage)
         pages.append(page)
-    return Sheet(command, pages, decimals, answers)
+    return Sheet(command, pages, decimals, answers, layout_notes(graph, prefix))

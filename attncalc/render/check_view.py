@@ -5,6 +5,7 @@ and the arithmetic; the same as Markdown. Every sentence through attncalc/texts.
 
 from __future__ import annotations
 
+from attncalc.learn.class_report import flat_cells
 from attncalc.texts import t as say
 
 MARK = {"correct": "", "carried": "~", "slip": "✗", "not_attempted": ""}  # a blank shows as written: `_`
@@ -38,20 +39,12 @@ def _status(t: dict) -> str:
     total -= blank
     if not n:
         return say("check.all_correct", total=total) + (say("check.list_sep") + left if left else "")
-    flat = list(_flat(t["verdicts"]))
+    flat = list(flat_cells(t["verdicts"]))
     counts = {k: flat.count(k) for k in ("slip", "carried")}
     parts = [
         say("check.count_slips" if k == "slip" and n > 1 else f"check.count_{k}", n=n) for k, n in counts.items() if n
     ]
     return say("check.wrong_of", n=n, total=total, parts=say("check.list_sep").join(parts + [left] * bool(left)))
-
-
-def _flat(x):
-    if isinstance(x, list):
-        for v in x:
-            yield from _flat(v)
-    else:
-        yield x
 
 
 def _explain(cell: dict, p: int) -> list[str]:
@@ -64,13 +57,15 @@ def _explain(cell: dict, p: int) -> list[str]:
         head = f"{cell['label']} = "
         return ["    " + (head if k == 0 else " " * cell_len(head)) + w for k, w in enumerate(lines)]
 
+    if cell.get("hinted"):  # --hint: the hint, not the answer, is what is said about this cell
+        return [say("check.hinted", mark=MARK[cell["verdict"]], label=cell["label"], written=cell["written"])]
     correct, yours = _num(cell["correct"]), cell["from_yours"]
     facts = {"label": cell["label"], "written": cell["written"], "correct": fmt(correct, p)}
     if cell.get("accepted") is None:  # --tol
         line = say("check.you_wrote", tol=f"{cell['tolerance']:.2g}", **facts)
     else:
         line = say("check.you_wrote_at", accepted=either(cell["accepted"]), **facts)
-    out = [MARK[cell["verdict"]] + " " + line] + work(cell["work"])
+    out = [MARK[cell["verdict"]] + " " + line] + work(cell["work"] or [])  # --hint: no working from the hinted cell
     if yours is not None and (cell["verdict"] == "carried" or abs(_num(yours) - correct) > 2 * cell["tolerance"]):
         key = "check.from_yours_carried" if cell["verdict"] == "carried" else "check.from_yours_slip"
         out.append("  " + say(key, value=fmt(_num(yours), p)))

@@ -65,7 +65,7 @@ def problem_lines(spec: Spec, fixture: dict) -> list[str]:
     steps += [f"exercise.step.mask_{spec.kind}"] if spec.kind != "none" else []
     steps += ["exercise.step.softmax", "exercise.step.attend_heads" if spec.heads == 2 else "exercise.step.attend"]
     scores = "S_scaled" if spec.kind == "none" else "S_masked"
-    lines += ["", t("exercise.task")]
+    lines += ["", t("exercise.task"), "  " + t("exercise.positions")]
     lines += [f"  {k}. {t(key, d_k=spec.d_k, pad=PAD, scores=scores)}" for k, key in enumerate(steps, 1)]
     words = spec.words()
     more = t(

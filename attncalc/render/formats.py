@@ -19,14 +19,15 @@ FORMATS = {
     "latex": "matrices and the arithmetic for a paper",
     "text": "the plain-text sheet check reads back",
     "html": "a printable page per stage",
+    "csv": "a row per sheet checked",
 }
-EVERY = tuple(f for f in FORMATS if f not in ("text", "html"))  # every format of a stage (a sheet's are its own)
+EVERY = tuple(f for f in FORMATS if f not in ("text", "html", "csv"))  # every format of a stage (a sheet's are its own)
 OFFERED = {
     "stage": EVERY,
     "generate": EVERY,
     "kvcache": EVERY,
     "cost": EVERY,
-    "check": ("auto", "table", "json", "markdown"),
+    "check": ("auto", "table", "json", "markdown", "csv"),
     "compare": ("auto", "table", "json", "markdown"),
     "walk": ("auto", "table", "markdown"),
     "examples": ("auto", "table", "json"),

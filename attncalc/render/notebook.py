@@ -87,7 +87,7 @@ def check_bundle(report: dict, p: int = 3) -> dict:
         [
             c["label"],
             c["written"],
-            number_text(_number(c["correct"]), p),
+            "?" if c["correct"] is None else number_text(_number(c["correct"]), p),  # --hint: left for you
             f"±{c['tolerance']:.2g}",
             t("nb.verdict." + c["verdict"]),
         ]

@@ -71,6 +71,7 @@ def text(sheet, precision: int = 3) -> str:
     of `_` (or the key's numbers)."""
     out = [f"# attncalc worksheet {sheet.command}".rstrip()]
     out.append("# " + say("sheet.key" if sheet.answers else "sheet.how", d=sheet.decimals))
+    out += ["# " + say(key, **values) for key, values in sheet.notes]
     for page in sheet.pages:
         out += ["#", f"# ==== {say('sheet.stage', stage=page.stage)} ===="]
         for grid in page.given:
@@ -96,6 +97,7 @@ def markdown(sheet, precision: int = 3) -> str:
         f"`attncalc worksheet {sheet.command}`",
         "",
     ]
+    out += [say(key, **values) + "  " for key, values in sheet.notes] + ([""] if sheet.notes else [])
     for page in sheet.pages:
         out += [f"## {say('sheet.stage', stage=page.stage)}", ""]
         for grid in page.given:

@@ -116,6 +116,7 @@ def page_html(sheet, precision: int = 3, lang: str = "en") -> str:
             for g in page.tasks
         )
         how = say("sheet.key" if sheet.answers else "sheet.how_paper", d=sheet.decimals)
+        how = " ".join([how] + [say(key, **values) for key, values in sheet.notes])
         sections.append(
             f'<section style="--key: {min(8.0, 8 * k / 0.7):.1f}pt"><h1>'
             f"{html.escape(say('sheet.stage', stage=page.stage))}</h1>"
