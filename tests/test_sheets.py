@@ -240,7 +240,7 @@ def test_a_header_naming_a_path_outside_the_examples_is_not_opened(cli, tmp_path
         ("--example woaini --example multihead", "line 1: --example: expected --example once, found a second one"),
         ("--example woaini --stage bogus", "line 1: --stage: expected a worksheet stage: embed, pe, qkv"),
         ("--example woaini --stage softmax --stage mask", "line 1: --stage: expected --stage once"),
-        ("--example nope", "line 1: --example: expected a bundled example: multihead"),
+        ("--example nope", "line 1: --example: expected a bundled example: alibi, align, multihead"),
         ("--example woaini --heads 0", "line 1: --heads: expected an integer of at least 1, found '0'"),
         ("--example woaini --output x.txt", "line 1: expected options `attncalc worksheet` writes"),
         ("--example woaini --exercise 7", "line 1: --exercise: expected one source (the sheet's --example)"),
