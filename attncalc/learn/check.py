@@ -33,8 +33,9 @@ from attncalc.inputs.document import jsonable
 from attncalc.inputs.literal import cell_label
 from attncalc.inputs.worksheet import Sheet
 from attncalc.learn import blanks
+from attncalc.learn.hint import first_hint
 from attncalc.learn import mistakes as known
-from attncalc.learn.tolerance import Given, accepted, cell_decimals, close, half_unit, paths
+from attncalc.learn.tolerance import Band, Given, cell_decimals, close, half_unit, paths
 from attncalc.render.text import expansion_lines
 
 # the known mistakes, each named by the text check.mistake.<key>
@@ -136,25 +137,25 @@ def _fit(sheet: Sheet, truth: np.ndarray, name: str, head: int | None) -> tuple[
 
 # ---- rounding paths ------------------------------------------------------------------------------
 class Ways:
-    """Every rounding path to one tensor, by family: "truth" (from the true inputs), "ok" (your numbers
-    where they were right, the true ones rounded where not) — both right — and "yours" (your own
-    numbers, right or wrong: carried). When every number of yours that feeds it was right, "yours" is
-    "ok". In "ok" and "yours" a tensor not on the sheet is copied as your numbers make it, or from the
-    screen."""
+    """Every path to one tensor, by family: "truth" (from the true inputs; a tensor on the sheet never at
+    fewer decimals than you wrote it), "ok" (your numbers where they were right, the true ones at your
+    decimals where not) — both right — and "yours" (your own numbers, right or wrong: carried). When every
+    number of yours that feeds it was right, "yours" is right too. In "ok" and "yours" a tensor not on the
+    sheet is copied as your numbers make it, or from the screen."""
 
-    def __init__(self, graph, ok, yours, mine, right, name, d, screen):
-        self.graph, self.name, self.d, self.screen = graph, name, d, screen
+    def __init__(self, sheet_of: dict, name: str, d, screen: int, habit: str = "round"):
+        graph, ok, yours, mine, right, decs = (sheet_of[k] for k in ("graph", "ok", "yours", "mine", "right", "decs"))
+        self.graph, self.name, self.d, self.screen, self.habit = graph, name, d, screen, habit
         fed = (graph.upstream([name]) - {name}) & set(mine)
         sheet = {n: mine[n] for n in fed}
+        self.floors = {n: int(np.max(decs[n])) for n in fed}
         self.families = [("truth", graph, Given())]
         self.right, self.carried = ("truth",), ()
-        # with your own tensors on the sheet you kept at least the digits you wrote: the true inputs are
-        # then tried only at the decimals written or more (a learner may also work from the screen)
-        self.floor = int(np.max(d)) if fed and np.size(d) else None
         if fed:
             wrong = any(not right[n].all() for n in fed)
             if wrong:
-                self.families.append(("ok", ok, Given(sheet, {n: (right[n], graph.value(n)) for n in fed})))
+                fill = {n: (right[n], graph.value(n), decs[n]) for n in fed}
+                self.families.append(("ok", ok, Given(sheet, fill)))
             self.families.append(("yours", yours, Given(sheet)))
             self.right, self.carried = (("truth", "ok"), ("yours",)) if wrong else (("truth", "yours"), ())
         self.copies = (None, graph) if fed else (None,)  # what is not on the sheet: from it, or the screen
@@ -164,33 +165,23 @@ class Ways:
         """(family, path) for every path of these families."""
         for family, base, sheet in self.families:
             if family in families:
-                floor = self.floor if family == "truth" else None
+                floors = self.floors if family == "truth" else None
                 for copy in self.copies if family != "truth" else (None,):
-                    for path in paths(base, self.name, sheet, self.stop, self.d, self.screen, floor, copy):
+                    ways = paths(base, self.name, sheet, self.stop, self.d, self.screen, self.habit, copy=copy, floors=floors)
+                    for path in ways:
                         yield family, path
 
 
-def _judge(ways: Ways, y, sel, half):
-    """(right, carried) cells of y over every path."""
-    right = np.zeros(y.shape, bool)
-    carried = np.zeros(y.shape, bool)
+def _bands(ways: Ways, sel, truth) -> tuple[Band, Band]:
+    """(the band of right numbers, not far from the truth; the band of numbers carried from yours)."""
+    chop = ways.habit == "truncate"
+    right, carried = Band(ways.d, ways.screen, chop), Band(ways.d, ways.screen, chop)
     for family, path in ways.each(ways.right + ways.carried):
-        near = close(y, path.step(ways.name)[sel], half)
-        if family in ways.right:
-            right |= near
-        else:
-            carried |= near
-    return right, carried & ~right
-
-
-def _accepted(ways: Ways, cells, sel, d) -> list[list[str]]:
-    """For each wrong cell, the numbers at its decimals that would have been right."""
-    values = [[] for _ in cells]
-    for _, path in ways.each(ways.right):
         f = path.step(ways.name)[sel]
-        for k, idx in enumerate(cells):
-            values[k].append(float(f[idx]))
-    return [accepted(v, int(d[idx])) for v, idx in zip(values, cells)]
+        (right if family in ways.right else carried).add(f, path.lowest())
+    if chop:  # the screen's digits, copied as they are, are right whatever one's habit
+        right.add_screen(truth)
+    return right.near(truth), carried
 
 
 def _mistake(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
@@ -275,19 +266,9 @@ def resolve(graph: Graph, sheets: dict[str, Sheet], prefix: str = "") -> dict[st
     return out
 
 
-def check(
-    graph: Graph,
-    sheets: dict[str, Sheet],
-    tol: float | None = None,
-    precision: int = 3,
-    head: int | None = None,
-    prefix: str = "",
-    hint: bool = False,
-) -> dict:
-    """Verdicts for every cell of every worksheet tensor, in graph order (see the module docstring)."""
-    tol = arguments.check("tol", tol, cli=True)  # the option's rule (the API checks its keyword by it too)
-    sheets = resolve(graph, sheets, prefix)
-    order = [n for n in graph.nodes if n in sheets]
+def _fitted(graph: Graph, sheets: dict[str, Sheet], order: list, head) -> tuple[dict, dict]:
+    """(name → (the sheet in the model's shape, its blanks holding the true numbers; the head's index)),
+    name → the tensor as you wrote it in the model's full shape — a tensor left wholly blank is not one)."""
     fitted, mine = {}, {}
     for n in order:
         truth = np.asarray(graph.value(n), float)
@@ -302,92 +283,141 @@ def check(
         if sel:
             full[sel] = sheet.values
         mine[n] = full
+    return fitted, mine
+
+
+def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit: str) -> dict:
+    """name → (right, carried, the right band or None with --tol, the tensor from your numbers or None,
+    decimals, half a unit) for every tensor you wrote, in graph order, each judged given the ones before."""
     yours, ok = _with(graph, mine), _with(graph, mine)
-    right_of: dict[str, np.ndarray] = {}
-    tensors, first_slip, first_wrong = {}, None, None
-    counts = {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
-    for name in order:
-        node, (sheet, sel) = graph.nodes[name], fitted[name]
-        blank = blanks.of(sheet)
-        if name not in mine:
-            tensors[name] = blanks.unattempted(node, sheet, sel)
-            counts["not_attempted"] += blank.size
-            continue
-        y, truth = sheet.values, np.asarray(graph.value(name), float)
+    sheet_of = {"graph": graph, "ok": ok, "yours": yours, "mine": mine, "right": {}, "decs": {}}
+    out = {}
+    for name in [n for n in graph.nodes if n in mine]:
+        (sheet, sel), truth = fitted[name], np.asarray(graph.value(name), float)
+        y = sheet.values
         fed = bool((graph.upstream([name]) - {name}) & set(mine))
         step = _step(yours, name) if fed else None
         d = cell_decimals(sheet.decimals, sheet.whole, truth[sel], precision)
-        ways = None
+        decs = np.full(truth.shape, int(d.max()) if d.size else precision)
+        decs[sel] = d
+        sheet_of["decs"][name] = decs
+        band = None
         if tol is not None:
             half = np.full(y.shape, float(tol))
             right = close(y, truth[sel], half) | (close(y, _step(ok, name)[sel], half) if fed else False)
             carried = ~right & (close(y, step[sel], half) if fed else False)
         else:
             half = half_unit(d)
-            ways = Ways(graph, ok, yours, mine, right_of, name, d, precision)
-            right, carried = _judge(ways, y, sel, half)
-        slip = ~right & ~carried
+            band, from_yours = _bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
+            right = band.holds(y)
+            carried = ~right & from_yours.holds(y)
         full_right = np.ones(truth.shape, bool)
         full_right[sel] = right
-        right_of[name] = full_right
+        sheet_of["right"][name] = full_right
         ok.give(name, np.where(full_right, mine[name], truth))
-        verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
-        for k in counts:
-            counts[k] += int((verdicts == k).sum())
-        if slip.any() and first_slip is None:
-            first_slip = name
-        wrong = list(map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()))
-        if wrong and first_wrong is None:
-            first_wrong = (name, sel + wrong[0])
-        shown = _accepted(ways, wrong, sel, d) if ways is not None and wrong else [None] * len(wrong)
-        cells = []
-        for idx, ok_values in zip(wrong, shown):
-            at = sel + idx
-            cells.append(
-                {
-                    "index": list(at),
-                    "label": cell_label(node, at),
-                    "verdict": str(verdicts[idx]),
-                    "yours": jsonable(y[idx]),
-                    "written": str(sheet.text[idx]),
-                    "tolerance": round(float(half[idx]), 12),
-                    "accepted": ok_values,
-                    "correct": jsonable(truth[at]),
-                    "from_yours": jsonable(step[at]) if fed else None,
-                    "work": expansion_lines(graph.explain(name, at), precision),
-                    "work_from_yours": expansion_lines(yours.explain(name, at), precision) if fed else None,
-                }
-            )
-        named = None
-        if slip.any():
-            named = _mistake(
-                ways or Ways(graph, ok, yours, mine, right_of, name, d, precision), graph, y, sel, half, slip, blank
-            )
-        tensors[name] = {
-            "formula": str(node.formula),
-            "shape": list(y.shape),
-            "head": sel[0] if sel else None,
-            "verdicts": verdicts.tolist(),
-            "yours": blanks.yours(y, blank),
-            "written": sheet.text.tolist(),
-            "tolerance": np.round(half, 12).tolist(),  # no float noise (0.0124999…) in a report
-            "correct": jsonable(truth[sel]),
-            "from_yours": jsonable(step[sel]) if fed else None,
-            "mistake": named,
-            "wrong": int((~right).sum()),
-            "not_attempted": int(blank.sum()),
-            "cells": cells,
-        }
+        out[name] = (right, carried, band, step, d, half)
+    return out, sheet_of
+
+
+def _slips(judged: dict, fitted: dict) -> int:
+    return sum(int((~r & ~c & ~blanks.of(fitted[n][0])).sum()) for n, (r, c, *_) in judged.items())
+
+
+def _cells(graph: Graph, name: str, fitted, judged, yours, verdicts, precision: int) -> list[dict]:
+    """The wrong cells of one tensor explained (at most MAX_CELLS)."""
+    (sheet, sel), (right, _, band, step, _, half) = fitted[name], judged
+    node, truth, y = graph.nodes[name], np.asarray(graph.value(name), float), sheet.values
+    cells = []
+    for idx in map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()):
+        at = sel + idx
+        cells.append(
+            {
+                "index": list(at),
+                "label": cell_label(node, at),
+                "verdict": str(verdicts[idx]),
+                "yours": jsonable(y[idx]),
+                "written": str(sheet.text[idx]),
+                "tolerance": round(float(half[idx]), 12),
+                "accepted": band.accepted(idx) if band is not None else None,
+                "correct": jsonable(truth[at]),
+                "from_yours": jsonable(step[at]) if step is not None else None,
+                "work": expansion_lines(graph.explain(name, at), precision),
+                "work_from_yours": expansion_lines(yours.explain(name, at), precision) if step is not None else None,
+            }
+        )
+    return cells
+
+
+def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, habit: str) -> dict:
+    """One tensor of the report: its verdicts, your numbers and the true ones, the wrong cells explained, the
+    known mistake that gives what you wrote."""
+    node, (sheet, sel) = graph.nodes[name], fitted[name]
+    blank, truth, y = blanks.of(sheet), np.asarray(graph.value(name), float), sheet.values
+    right, carried, band, step, d, half = judged
+    slip = ~right & ~carried
+    verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
+    named = None
+    if slip.any():
+        named = _mistake(Ways(sheet_of, name, d, precision, habit), graph, y, sel, half, slip, blank)
+    return {
+        "formula": str(node.formula),
+        "shape": list(y.shape),
+        "head": sel[0] if sel else None,
+        "verdicts": verdicts.tolist(),
+        "yours": blanks.yours(y, blank),
+        "written": sheet.text.tolist(),
+        "tolerance": np.round(half, 12).tolist(),  # no float noise (0.0124999…) in a report
+        "correct": jsonable(truth[sel]),
+        "from_yours": jsonable(step[sel]) if step is not None else None,
+        "mistake": named,
+        "wrong": int((~right).sum()),
+        "not_attempted": int(blank.sum()),
+        "cells": _cells(graph, name, fitted, judged, sheet_of["yours"], verdicts, precision),
+    }
+
+
+def check(
+    graph: Graph,
+    sheets: dict[str, Sheet],
+    tol: float | None = None,
+    precision: int = 3,
+    head: int | None = None,
+    prefix: str = "",
+    hint: bool = False,
+) -> dict:
+    """Verdicts for every cell of every worksheet tensor, in graph order (see the module docstring)."""
+    tol = arguments.check("tol", tol, cli=True)  # the option's rule (the API checks its keyword by it too)
+    sheets = resolve(graph, sheets, prefix)
+    order = [n for n in graph.nodes if n in sheets]
+    fitted, mine = _fitted(graph, sheets, order, head)
+    habit = "round"
+    judged, sheet_of = _verdicts(graph, fitted, mine, tol, precision, habit)
+    if tol is None and _slips(judged, fitted):  # a learner who chops every number: judged as one who chops
+        chopped = _verdicts(graph, fitted, mine, tol, precision, "truncate")
+        if _slips(chopped[0], fitted) < _slips(judged, fitted):
+            habit, (judged, sheet_of) = "truncate", chopped
+    tensors, counts = {}, {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
+    for name in order:
+        if name in judged:
+            tensors[name] = _tensor(graph, name, fitted, judged[name], sheet_of, precision, habit)
+        else:
+            tensors[name] = blanks.unattempted(graph.nodes[name], *fitted[name])
+        for row in np.asarray(tensors[name]["verdicts"], object).reshape(-1):
+            counts[row] += 1
     notes = [texts.t("check.note.symmetric")] if mine and _symmetric(graph, list(mine)) else []
+    if habit == "truncate":
+        notes.append(texts.t("check.note.truncate"))
+    first_slip = next((n for n in order if "slip" in np.asarray(tensors[n]["verdicts"], object)), None)
+    wrong = next((n for n in order if tensors[n]["cells"]), None)
     report = {
         "first_slip": first_slip,
         "next": next((n for n in order if tensors[n]["not_attempted"]), None),
         "tensors": tensors,
         "notes": notes,
+        "habit": habit,
         "summary": {"tensors": len(order), "cells": sum(counts.values()), **counts},
     }
     if hint:
-        from attncalc.learn.hint import first_hint
-
-        report["hint"] = first_hint(graph, yours, first_wrong, precision) if first_wrong else None
+        first_wrong = (wrong, tuple(tensors[wrong]["cells"][0]["index"])) if wrong else None
+        report["hint"] = first_hint(graph, sheet_of["yours"], first_wrong, precision) if first_wrong else None
     return report

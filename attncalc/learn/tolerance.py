@@ -1,54 +1,46 @@
-"""When a hand-computed number is right (`check`, both quizzes and `calc.check`; docs/arithmetic.md).
+"""When a hand-computed number is right: the one judge of `check`, both quizzes, the web page's quiz and
+`calc.check` (docs/arithmetic.md, issue 35).
 
-A learner works a step from inputs they have in front of them — their own written tensors where the
-sheet has them, otherwise numbers copied from the screen or a printed example — rounds as they go and
-writes the result at some decimals. So a cell is judged against **rounding paths**, not against one
-value with a tolerance. A path is: every input tensor rounded at r decimals (the decimals written, one
-more, one fewer, the screen's, or exact); the last `k` steps before this one worked by hand from them
-(each result rounded at r again, as a printed worked example does); then this step. A cell written at d
-decimals is right when it is within half a unit of d (plus float slack) of what one path gives: that is,
-when it is one path's result rounded at d. Paths from the learner's own wrong numbers give "carried".
-Every path is whole tensors through the step's own vectorised `op.compute`; nothing loops per cell.
+A learner works a step from inputs in front of them — their own written tensors where the sheet has them,
+otherwise numbers copied from the screen (3 decimals) or the worksheet, or exact — rounds as they go and
+writes the result at some decimals d. A **path** is one such way of working: each input copied at some
+decimals (each input its own), the last steps before this one worked by hand (each result rounded at some
+decimals), then this step. A path is *admissible* for a cell written at d decimals when nothing on it was
+rounded at fewer decimals than d — the screen's 3 included: a copy from the screen serves answers at 3
+decimals or fewer. A tensor on the learner's sheet is taken as they wrote it (the "truth" family copies it
+at no fewer decimals than they wrote it).
+
+A cell is right when it lies in the **band** of the admissible paths — from the lowest path value less half
+a unit of d to the highest plus half a unit (truncating: a unit below) — and is not **far** from the truth:
+several units of its last decimal (FAR_UNITS) and a large share of its size (FAR_SHARE) away. The band and
+the guard are both intervals, so what is right at d decimals is one contiguous range. "Carried" is the band
+of the same paths from the learner's own wrong numbers. Every path is whole tensors through the step's own
+vectorised `op.compute`; nothing loops per cell.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from attncalc.core.ops import Softmax
+from attncalc.inputs.written import decimals, number_of
 
 MAX_HORIZON = 6  # steps a learner may have worked by hand before this one
 SLACK = 1e-9  # float noise, relative to max(1, |value|)
-_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
-FRACTION = re.compile(r"[+-]?\d+/\d+")
-
-
-def decimals(text: str) -> tuple[int, bool]:
-    """(decimals as written, counted at the matrix's decimals): `4.26e-1` has 3, `33.3%` 3 (it is
-    0.333), `12` and `1/3` count at the decimals of the matrix's most precise cell (a whole number among
-    decimals, an exact fraction)."""
-    t = text.strip().replace("−", "-")
-    if t.endswith("%"):
-        d, _ = decimals(t[:-1])
-        return d + 2, False
-    if FRACTION.fullmatch(t):
-        return 0, True
-    m = _DECIMAL.fullmatch(t)
-    if not m:
-        return 0, False
-    frac = m.group(1) if m.group(1) is not None else (m.group(2) or "")
-    whole = m.group(1) is None and m.group(2) is None and m.group(3) is None
-    return len(frac) - int(m.group(3) or 0), whole
+FAR_UNITS = 5  # a number this many units of its last decimal from the truth …
+FAR_SHARE = 0.5  # … and this share of the true value's size away is never right
+MAX_MIXES = 64  # ways of copying the inputs of one step, each at its own decimals, tried at most
+HABITS = ("round", "truncate")  # how a learner shortens a number: rounding (half up, or to even) or chopping
 
 
 def cell_decimals(own: np.ndarray, whole: np.ndarray, truth: np.ndarray, screen: int) -> np.ndarray:
     """The decimals each cell is judged at. A whole number (or a fraction) counts at the decimals of the
     matrix's most precise cell, or the screen's when every cell is whole — unless the true tensor is whole
-    (a mask), where `0` and `1` mean exactly that (±0.5)."""
+    (a mask), where `0` and `1` mean exactly that (±0.5). (`3.` is written at 0 decimals.)"""
     own, whole = np.asarray(own, int), np.asarray(whole, bool)
     finite = truth[np.isfinite(truth)]
     if finite.size and np.allclose(finite, np.round(finite), rtol=0, atol=1e-9):
@@ -57,15 +49,17 @@ def cell_decimals(own: np.ndarray, whole: np.ndarray, truth: np.ndarray, screen:
     return np.clip(np.where(whole, most, own), -300, 300)  # `0e400`: 10^400 has no float64
 
 
-def rounded(x: np.ndarray, r: int | None, up: bool = True) -> tuple[np.ndarray, bool]:
-    """(x rounded at r decimals, whether a half was met): halves away from zero as people round, or
-    when not `up` as NumPy's `round` does (to even, on the float as stored). −∞ stays −∞."""
+def rounded(x: np.ndarray, r: int | None, up: bool = True, chop: bool = False) -> tuple[np.ndarray, bool]:
+    """(x rounded at r decimals, whether a half was met): halves away from zero as people round, or when not
+    `up` as NumPy's `round` does (to even, on the float as stored); `chop` cuts the digits off. −∞ stays −∞."""
     if r is None:
         return x, False
     scale = 10.0**r
     with np.errstate(invalid="ignore", over="ignore"):
         a = np.abs(x) * scale
         eps = 1e-9 * np.maximum(1.0, a)
+        if chop:
+            return np.copysign(np.floor(a + eps) / scale, x), False
         low = np.floor(a)
         half = np.isfinite(a) & (np.abs(a - low - 0.5) <= eps)
         if not up:
@@ -85,50 +79,87 @@ def half_unit(d: np.ndarray) -> np.ndarray:
     return 0.5 * 10.0 ** -np.asarray(d, float)
 
 
+def reach(truth: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """How far from the truth a number written at d decimals may be and not be far: FAR_UNITS units of d or
+    FAR_SHARE of the true value's size, whichever is more."""
+    return np.maximum(FAR_UNITS * 10.0 ** -np.asarray(d, float), FAR_SHARE * np.abs(truth))
+
+
 class Given(dict):
     """The tensors on the sheet a path works from (name → value), and for the "ok" family `fill`: name →
-    (right cells, true value): a wrong cell is taken as the true value rounded as the path rounds."""
+    (right cells, true value, decimals written): a wrong cell is taken as the true value at the decimals the
+    learner wrote it (rounded, or chopped), as a careful learner would have had it."""
 
     def __init__(self, sheet=None, fill=None):
         super().__init__(sheet or {})
         self.fill = fill or {}
 
-    def at(self, name: str, r: int | None, up: bool) -> np.ndarray:
+    def at(self, name: str, up: bool, chop: bool) -> np.ndarray:
         if name not in self.fill:
             return self[name]
-        right, truth = self.fill[name]
-        return np.where(right, self[name], rounded(np.asarray(truth, float), r, up)[0])
+        right, truth, d = self.fill[name]
+        truth = np.asarray(truth, float)
+        mine = np.where(right, self[name], np.nan)
+        for r in np.unique(d):
+            mine = np.where(~right & (d == r), rounded(truth, int(r), up, chop)[0], mine)
+        return mine
 
 
 @dataclass
 class Path:
-    """One way of working: `sheet` tensors as given (name → array), `recompute` worked by hand from the
-    path's own values, every other tensor copied from `base`; each shown tensor not on the sheet rounded
-    at r. `swap` = (name, fn(path) -> array) replaces one step by a mistaken way of doing it."""
+    """One way of working: `sheet` tensors as given, `recompute` worked by hand from the path's own values
+    (each shown result rounded at `hand`), every other tensor copied from `base` (or `screen`) at `copy`
+    decimals — or at `copies[name]`, an input's own —, never below `floors[name]` (the decimals the learner
+    wrote it at). `swap` = (name, fn(path) -> array) replaces one step by a mistaken way of doing it."""
 
     base: object  # the Graph whose values are copied
     sheet: Given
-    r: int | None
+    hand: int | None
+    copy: int | None
     recompute: frozenset
     up: bool = True
+    chop: bool = False
+    copies: dict = field(default_factory=dict)
+    floors: dict = field(default_factory=dict)
     swap: tuple | None = None
+    screen_r: int = 3  # the screen's decimals: a copy at those is the screen's digits, even to one who chops
     screen: object = None  # copy from this Graph instead (the screen's true values), base for the rest
-    inner: bool = False  # a softmax worked with its e^x rounded at r, as by hand (e^2.00 = 7.39)
+    inner: bool = False  # a softmax worked with its e^x rounded at `hand`, as by hand (e^2.00 = 7.39)
     tied: bool = False
     cache: dict = field(default_factory=dict)
+
+    def lowest(self) -> float:
+        """The fewest decimals anything on this path rounded at (a tensor on the sheet is as written)."""
+        used = [self.hand] if self.recompute or self.inner else []
+        copied = [self.copies.get(n, self.copy) for n in self.copied()]
+        used += [r if r is None else max(r, self.floors.get(n, r)) for n, r in zip(self.copied(), copied)]
+        low = [r for r in used if r is not None]
+        return min(low) if low else math.inf
+
+    def copied(self) -> list[str]:
+        """The shown tensors this path copied (after it was worked)."""
+        nodes = self.base.nodes
+        return [n for n in self.cache if n not in self.recompute and n not in self.sheet and nodes[n].shown and not nodes[n].is_leaf]
 
     def value(self, name: str) -> np.ndarray:
         if name in self.cache:
             return self.cache[name]
         node = self.base.nodes[name]
         if name in self.sheet:
-            v = self.sheet.at(name, self.r, self.up)
+            v = self.sheet.at(name, self.up, self.chop)
         elif node.is_leaf:
             v = self.base.value(name)
-        else:
-            v = self.step(name) if name in self.recompute else (self.screen or self.base).value(name)
+        elif name in self.recompute:
+            v = self.step(name)
             if node.shown:
-                v, tie = rounded(np.asarray(v, float), self.r, self.up)
+                v, tie = rounded(np.asarray(v, float), self.hand, self.up, self.chop)
+                self.tied |= tie
+        else:
+            v = (self.screen or self.base).value(name)
+            r = self.copies.get(name, self.copy)
+            if node.shown and r is not None:
+                r = max(r, self.floors.get(name, r))
+                v, tie = rounded(np.asarray(v, float), r, self.up, self.chop and r != self.screen_r)
                 self.tied |= tie
         self.cache[name] = v
         return v
@@ -139,8 +170,8 @@ class Path:
             return self.swap[1](self)
         node = self.base.nodes[name]
         with np.errstate(all="ignore"):
-            if self.inner and self.r is not None and isinstance(node.op, Softmax):
-                return _softmax_by_hand(self.value(node.inputs[0]), self.r)
+            if self.inner and self.hand is not None and isinstance(node.op, Softmax):
+                return _softmax_by_hand(self.value(node.inputs[0]), self.hand)
             return np.asarray(node.op.compute(*(self.value(i) for i in node.inputs)), float)
 
     def inputs(self, name: str) -> list:
@@ -149,17 +180,10 @@ class Path:
     def variant(self, swap) -> Path:
         """The same path with one step done the mistaken way (the values it feeds recomputed)."""
         keep = {k: v for k, v in self.cache.items() if k not in self.recompute}
-        return Path(
-            self.base,
-            self.sheet,
-            self.r,
-            self.recompute,
-            self.up,
-            swap,
-            screen=self.screen,
-            inner=self.inner,
-            cache=keep,
-        )
+        fields = {k: getattr(self, k) for k in ("base", "sheet", "hand", "copy", "recompute", "up", "chop")}
+        extra = {"copies": self.copies, "floors": self.floors, "screen": self.screen, "inner": self.inner}
+        extra["screen_r"] = self.screen_r
+        return Path(**fields, **extra, swap=swap, cache=keep)
 
 
 def _softmax_by_hand(s: np.ndarray, r: int) -> np.ndarray:
@@ -174,19 +198,14 @@ def horizons(graph, name: str, stop) -> list[frozenset]:
     sheet (`stop`) or one given by a document: none; its inputs, their inputs, … (up to MAX_HORIZON
     steps back); and every step after a point in the order the model computes them (copy Q, K and V,
     work S to O), up to MAX_HORIZON·2 points back."""
-    reach, frontier, layers = set(), [name], []
+    seen, frontier, layers = set(), [name], []
     while frontier:
         nxt = []
         for n in frontier:
             for i in graph.nodes[n].inputs:
-                if (
-                    i not in reach
-                    and i != name
-                    and not graph.nodes[i].is_leaf
-                    and i not in stop
-                    and i not in graph.given
-                ):
-                    reach.add(i)
+                node = graph.nodes[i]
+                if i not in seen and i != name and not node.is_leaf and i not in stop and i not in graph.given:
+                    seen.add(i)
                     nxt.append(i)
         if nxt:
             layers.append(nxt)
@@ -196,34 +215,62 @@ def horizons(graph, name: str, stop) -> list[frozenset]:
         done |= set(layer)
         sets.add(frozenset(done))
     place = {n: k for k, n in enumerate(graph.nodes)}
-    ordered = sorted(reach, key=place.get)
+    ordered = sorted(seen, key=place.get)
     for k in range(max(0, len(ordered) - 2 * MAX_HORIZON), len(ordered)):
         sets.add(frozenset(ordered[k + 1 :]))
     return sorted(sets, key=lambda r: (len(r), sorted(r)))
 
 
-def roundings(d: np.ndarray, screen: int, floor: int | None = None) -> list[int | None]:
-    """The decimals a learner may have rounded the inputs at: as written, one more, one fewer, the
-    screen's (none below `floor`); and exact (None)."""
-    written = {int(x) for x in np.unique(d)} if np.size(d) else set()
-    rs = {max(0, x + k) for x in written for k in (-1, 0, 1)} | {screen}
-    return sorted(r for r in rs if floor is None or r >= floor) + [None]
+def roundings(d: np.ndarray, screen: int) -> list[int | None]:
+    """The decimals a learner may round at when writing at d: as written or one more (never fewer), the
+    screen's, and exact (None)."""
+    written = [int(x) for x in np.unique(d)] if np.size(d) else [screen]
+    low, high = max(0, min(written)), max(0, max(written)) + 1
+    return sorted(set(range(low, high + 1)) | {screen}) + [None]
 
 
-def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, floor: int | None = None, copy=None):
-    """Every rounding path to `name` from `graph`'s values (or those of `copy` for the tensors copied)
-    and the `sheet` tensors (see the module docstring); a path that met a half is also tried with that
-    half rounded the other way."""
-    softmax = [n for n in graph.upstream([name]) | {name} if isinstance(graph.nodes[n].op, Softmax)]
-    for r in roundings(d, screen, floor):
-        for recompute in horizons(graph, name, stop) if r is not None else [frozenset()]:
-            by_hand = r is not None and any(n == name or n in recompute for n in softmax)
-            for inner in (False, True) if by_hand else (False,):
-                for up in (True, False):
-                    path = Path(graph, sheet, r, recompute, up, screen=copy, inner=inner)
-                    yield path  # worked by the caller: then it is known whether a half was met
-                    if not path.tied:
-                        break
+def _mixes(graph, name: str, sheet, rs: list) -> list[dict]:
+    """Each input of the step copied at its own decimals (H from the screen at 3, dV worked at 5), as long
+    as that makes at most MAX_MIXES ways; otherwise none (every input at one decimals)."""
+    ins = [i for i in graph.nodes[name].inputs if i not in sheet and graph.nodes[i].shown and not graph.nodes[i].is_leaf]
+    ins = list(dict.fromkeys(ins))
+    if len(ins) < 2 or len(rs) ** len(ins) > MAX_MIXES:
+        return [{}]
+    return [dict(zip(ins, combo)) for combo in itertools.product(rs, repeat=len(ins))]
+
+
+def _ways(graph, name: str, sheet, stop, rs: list, screen: int):
+    """(hand, copy, mix, inner) for every way of working `name` over each horizon (see `paths`)."""
+    soft = {n for n in graph.upstream([name]) | {name} if isinstance(graph.nodes[n].op, Softmax)}
+    for recompute in horizons(graph, name, stop):
+        if recompute:
+            by_hand = bool(soft & (recompute | {name}))
+            for hand in rs:
+                for copy in dict.fromkeys((hand, screen, None)):
+                    for inner in (False, True) if by_hand and hand is not None else (False,):
+                        yield recompute, hand, copy, {}, inner
+            continue
+        mixes = _mixes(graph, name, sheet, rs)
+        for mix in mixes if mixes != [{}] else [{}]:
+            for copy in rs if not mix else [None]:
+                yield recompute, None, copy, mix, False
+        if name in soft:  # the softmax itself worked by hand: e^x rounded at the decimals its inputs have
+            for r in rs[:-1]:
+                yield recompute, r, r, {}, True
+
+
+def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, habit: str = "round", **kw):
+    """Every path to `name` from `graph`'s values (`copy=` a Graph to copy from instead, `floors=` name →
+    decimals a sheet tensor was written at): see the module docstring. A path that met a half is also tried
+    with it rounded to even."""
+    chop = habit == "truncate"
+    for recompute, hand, copy, mix, inner in _ways(graph, name, sheet, stop, roundings(d, screen), screen):
+        for up in (True, False) if not chop else (True,):
+            path = Path(graph, sheet, hand, copy, recompute, up, chop, mix, kw.get("floors") or {}, screen_r=screen)
+            path.screen, path.inner = kw.get("copy"), inner
+            yield path  # worked by the caller: then it is known whether a half was met
+            if not path.tied:
+                break
 
 
 def number_at(x: float, d: int) -> str:
@@ -234,31 +281,67 @@ def number_at(x: float, d: int) -> str:
     return text.replace("-", "−") if x < 0 else text
 
 
-def accepted(values, d: int) -> list[str]:
-    """The numbers at d decimals that are right, from the paths' values of one cell (a half either way)."""
-    v = np.array([x for x in values if not math.isnan(x)], float)
-    if not v.size:
-        return []
-    a, scale = np.abs(v) * 10.0**d, 10.0**d
-    with np.errstate(invalid="ignore"):
-        up, down = np.floor(a + 0.5 + 1e-9), np.ceil(a - 0.5 - 1e-9)  # a half either way: within half a unit
-    both = np.concatenate([np.copysign(up / scale, v), np.copysign(down / scale, v)])
-    return [number_at(float(x), d) for x in np.unique(both)]
+class Band:
+    """The numbers right at each cell's decimals d: from the lowest admissible path value less half a unit
+    (chopping: a unit) to the highest plus half a unit, and −∞ where a path gives −∞."""
 
+    def __init__(self, d: np.ndarray, screen: int, chop: bool = False):
+        self.d, self.screen, self.chop = np.asarray(d, float), screen, chop
+        self.lo = np.full(self.d.shape, np.inf)
+        self.hi = np.full(self.d.shape, -np.inf)
+        self.neginf = np.zeros(self.d.shape, bool)
 
-def path_values(graph, name: str, idx: tuple, d: int, screen: int) -> list[float]:
-    """The values the rounding paths from the true inputs give cell name[idx] at d decimals (the quizzes)."""
-    return values_at(graph, name, idx, [d], screen)[d]
+    def add(self, f: np.ndarray, lowest: float) -> None:
+        """One path's values, counted at the cells written at no more than `lowest` decimals."""
+        f = np.broadcast_to(np.asarray(f, float), self.d.shape)
+        ok = self.d <= lowest
+        unit = 10.0**-self.d
+        if self.chop:  # y = f with its digits after d cut off: y in (f − unit, f] (towards zero)
+            cut, edge = unit * (1 - 1e-7), unit * 1e-7
+            below, above = np.where(f >= 0, cut, edge), np.where(f >= 0, edge, cut)
+        else:
+            below = above = unit / 2
+        with np.errstate(invalid="ignore"):
+            use = ok & np.isfinite(f)
+            self.lo = np.where(use, np.minimum(self.lo, f - below), self.lo)
+            self.hi = np.where(use, np.maximum(self.hi, f + above), self.hi)
+        self.neginf |= ok & np.isneginf(f)
 
+    def add_screen(self, truth: np.ndarray) -> None:
+        """The true value as the screen rounds it, at the cells written at the screen's decimals."""
+        at = self.d == self.screen
+        unit = 10.0**-self.d
+        with np.errstate(invalid="ignore"):
+            use = at & np.isfinite(truth)
+            self.lo = np.where(use, np.minimum(self.lo, truth - unit / 2), self.lo)
+            self.hi = np.where(use, np.maximum(self.hi, truth + unit / 2), self.hi)
 
-def values_at(graph, name: str, idx: tuple, ds, screen: int) -> dict[int, list[float]]:
-    """path_values for each of several decimals, every path worked once: the paths of d are those whose
-    rounding is one of `roundings(d)`, so one pass over their union serves every d (the page's quiz table)."""
-    shape = np.shape(graph.value(name))
-    by_r: dict = {}
-    for path in paths(graph, name, Given(), frozenset(), np.array(list(ds)), screen):
-        by_r.setdefault(path.r, []).append(float(path.step(name).reshape(shape)[idx]))
-    return {d: [v for r in roundings(np.array([d]), screen) for v in by_r.get(r, [])] for d in ds}
+    def near(self, truth: np.ndarray) -> Band:
+        """The band without the numbers far from `truth` (where the truth is −∞, no finite number)."""
+        truth = np.broadcast_to(np.asarray(truth, float), self.d.shape)
+        with np.errstate(invalid="ignore"):
+            far = reach(np.where(np.isfinite(truth), truth, 0.0), self.d)
+            self.lo = np.where(np.isfinite(truth), np.maximum(self.lo, truth - far), np.inf)
+            self.hi = np.where(np.isfinite(truth), np.minimum(self.hi, truth + far), -np.inf)
+        return self
+
+    def holds(self, y: np.ndarray) -> np.ndarray:
+        slack = SLACK * np.maximum(1.0, np.abs(np.where(np.isfinite(y), y, 0.0))) + SLACK * 10.0**-self.d
+        with np.errstate(invalid="ignore"):
+            inside = np.isfinite(y) & (y >= self.lo - slack) & (y <= self.hi + slack)
+        return inside | (np.isneginf(y) & self.neginf)
+
+    def accepted(self, idx: tuple = ()) -> list[str]:
+        """The numbers at the cell's decimals in the band, lowest first (one contiguous range)."""
+        d, lo, hi = int(self.d[idx]), float(self.lo[idx]), float(self.hi[idx])
+        shown = [number_at(-math.inf, 0)] if self.neginf[idx] else []
+        if not lo <= hi + SLACK:
+            return shown
+        unit, slack = 10.0**-d, SLACK * max(1.0, abs(lo), abs(hi))
+        first, last = math.ceil((lo - slack) / unit - 1e-9), math.floor((hi + slack) / unit + 1e-9)
+        if last - first > 1000:
+            return shown + [number_at(first * unit, d), "…", number_at(last * unit, d)]
+        return shown + [number_at(k * unit, d) for k in range(first, last + 1)]
 
 
 def answer_decimals(answer: str, truth: np.ndarray, screen: int) -> int:
@@ -267,12 +350,25 @@ def answer_decimals(answer: str, truth: np.ndarray, screen: int) -> int:
     return int(cell_decimals(np.array([own]), np.array([whole]), truth, screen)[0])
 
 
+def bands_at(graph, name: str, idx: tuple, ds, screen: int) -> dict[int, Band]:
+    """The band of cell name[idx] at each of the decimals `ds`, from the true inputs as the screen shows them
+    (the quizzes): every path worked once, counted at each d it is admissible for."""
+    ds = sorted(set(ds))
+    truth = float(np.asarray(graph.value(name), float)[idx])
+    bands = {d: Band(np.array(d), screen) for d in ds}
+    shape = np.shape(graph.value(name))
+    for path in paths(graph, name, Given(), frozenset(), np.array(ds), screen):
+        f = float(path.step(name).reshape(shape)[idx])
+        lowest = path.lowest()
+        for band in bands.values():
+            band.add(np.array(f), lowest)
+    return {d: band.near(np.array(truth)) for d, band in bands.items()}
+
+
 def judge(answer: str, value: float, graph=None, name: str | None = None, idx: tuple | None = None, screen: int = 3):
     """A quiz's verdict on one typed answer: (right?, the numbers right at its decimals), None when it is
-    not a number. With `graph`, the cell `name`[idx] is judged on the rounding paths from the true
-    inputs, as `check` judges a worksheet; without, against `value` alone."""
-    from attncalc.inputs.worksheet import number_of
-
+    not a number. With `graph`, the cell `name`[idx] is judged on the paths from the true inputs, as `check`
+    judges a worksheet; without, against `value` alone."""
     y = number_of(answer)
     if y is None:
         return None
@@ -280,6 +376,10 @@ def judge(answer: str, value: float, graph=None, name: str | None = None, idx: t
         return y == value, [number_at(value, 0)] if math.isinf(value) else []
     truth = np.asarray(graph.value(name), float) if graph is not None else np.array([value])
     d = answer_decimals(answer, truth, screen)
-    values = [value] if graph is None else path_values(graph, name, idx, d, screen)
-    ok = bool(close(np.array([y]), np.array(values), half_unit(np.array([d] * len(values)))).any())
-    return ok, accepted(values, d)
+    if graph is None:
+        band = Band(np.array(d), screen)
+        band.add(np.array(value), math.inf)
+        band.near(np.array(value))
+    else:
+        band = bands_at(graph, name, idx, [d], screen)[d]
+    return bool(band.holds(np.array(y))), band.accepted()

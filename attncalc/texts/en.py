@@ -597,4 +597,7 @@ TEXTS = {
     "note.qk_norm_cell": "column {c} of head {head}: mean(x²) is taken over this head's columns only",
     "note.blocked_window": "key {k} is {back} positions before query {q}: outside the sliding window of {window} keys",
     "note.visible_window": "{kind}, sliding window of {window} keys: query {q} may look at key {k} ({back} back)",
+    # ---- judge (issue 35) ----
+    "check.note.truncate": "You cut digits off instead of rounding (0.90 for 0.909, where rounding gives 0.91): every number is judged as cut, so the arithmetic is what counts.",
+    "check.accepted_range": "{low} to {high}",
 }

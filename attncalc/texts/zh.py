@@ -597,4 +597,7 @@ TEXTS = {
     "note.qk_norm_cell": "第 {head} 个头的第 {c} 列：mean(x²) 只在这个头的列上计算",
     "note.blocked_window": "键 {k} 在查询 {q} 之前 {back} 个位置：在 {window} 个键的滑动窗口之外",
     "note.visible_window": "{kind}，{window} 个键的滑动窗口：查询 {q} 可以关注键 {k}（往前 {back} 个）",
+    # ---- judge (issue 35) ----
+    "check.note.truncate": "你是把多余的位数直接舍掉，而不是四舍五入（0.909 写成 0.90，四舍五入应是 0.91）：每个数都按舍去来判，看的是算术本身。",
+    "check.accepted_range": "{low} 到 {high}",
 }
