@@ -173,8 +173,10 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
     for name, cells in actual.items():
         d = SCREEN if name in learner.copied else learner.written[name]
         a, c = np.vectorize(_num)(cells), np.vectorize(_num)(clean[name])
+        truth = np.asarray(calculation(learner.source, learner.stage).graph.value(name), float).reshape(a.shape)
+        exact = np.vectorize(lambda v, d=d: write(v, d, learner.habit), otypes=[object])(truth)
         spread = np.zeros(a.shape)
-        for o in others:
+        for o in [*others, {name: exact}]:  # the exact truth, as written, is always one of the right numbers
             with np.errstate(invalid="ignore"):
                 diff = np.abs(np.vectorize(_num)(o[name]) - c)
             spread = np.maximum(spread, np.where(np.isfinite(diff), diff, 0.0))
@@ -184,9 +186,6 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
         same = (cells == clean[name]) | (np.isneginf(a) & np.isneginf(c))
         beyond = ~same & (~np.isfinite(off) | (off > margin))
         kind = np.where(same, "correct", np.where(beyond, "carried", "undecided_carried")).astype(object)
-        truth = np.asarray(calculation(learner.source, learner.stage).graph.value(name), float)
-        if truth.shape != a.shape:
-            truth = truth.reshape(a.shape)
         with np.errstate(invalid="ignore"):
             gap = np.abs(a - truth)
             far = (~np.isfinite(gap) & ~(np.isneginf(a) & np.isneginf(truth))) | (

@@ -319,8 +319,9 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
     return out, sheet_of
 
 
-def _slips(judged: dict, fitted: dict) -> int:
-    return sum(int((~r & ~c & ~blanks.of(fitted[n][0])).sum()) for n, (r, c, *_) in judged.items())
+def _only(judged: dict, other: dict) -> int:
+    """Cells right when judged one way and not the other (the evidence of a habit)."""
+    return sum(int((right & ~other[n][0]).sum()) for n, (right, *_) in judged.items())
 
 
 def _cells(graph: Graph, name: str, fitted, judged, yours, verdicts, precision: int) -> list[dict]:
@@ -392,9 +393,9 @@ def check(
     fitted, mine = _fitted(graph, sheets, order, head)
     habit = "round"
     judged, sheet_of = _verdicts(graph, fitted, mine, tol, precision, habit)
-    if tol is None and _slips(judged, fitted):  # a learner who chops every number: judged as one who chops
+    if tol is None and any(not r.all() for r, *_ in judged.values()):  # one who chops: judged as one who chops
         chopped = _verdicts(graph, fitted, mine, tol, precision, "truncate")
-        if _slips(chopped[0], fitted) < _slips(judged, fitted):
+        if _only(chopped[0], judged) and not _only(judged, chopped[0]):  # chopping explains more, rounding nothing
             habit, (judged, sheet_of) = "truncate", chopped
     tensors, counts = {}, {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
     for name in order:
