@@ -35,7 +35,7 @@ from attncalc.inputs.worksheet import Sheet
 from attncalc.learn import blanks
 from attncalc.learn.hint import first_hint
 from attncalc.learn import mistakes as known
-from attncalc.learn.tolerance import Band, Given, cell_decimals, close, half_unit, paths
+from attncalc.learn.tolerance import Band, Given, cell_decimals, close, half_unit, paths, size_of
 from attncalc.render.text import expansion_lines
 
 # the known mistakes, each named by the text check.mistake.<key>
@@ -174,11 +174,11 @@ class Ways:
 
 def _bands(ways: Ways, sel, truth) -> tuple[Band, Band]:
     """(the band of right numbers, not far from the truth; the band of numbers carried from yours)."""
-    chop = ways.habit == "truncate"
+    chop, scale = ways.habit == "truncate", size_of(truth)
     right, carried = Band(ways.d, ways.screen, chop), Band(ways.d, ways.screen, chop)
     for family, path in ways.each(ways.right + ways.carried):
         f = path.step(ways.name)[sel]
-        (right if family in ways.right else carried).add(f, path.lowest())
+        (right if family in ways.right else carried).add(f, path.lowest(scale))
     if chop:  # the screen's digits, copied as they are, are right whatever one's habit
         right.add_screen(truth)
     return right.near(truth), carried
@@ -395,7 +395,8 @@ def check(
     judged, sheet_of = _verdicts(graph, fitted, mine, tol, precision, habit)
     if tol is None and any(not r.all() for r, *_ in judged.values()):  # one who chops: judged as one who chops
         chopped = _verdicts(graph, fitted, mine, tol, precision, "truncate")
-        if _only(chopped[0], judged) and not _only(judged, chopped[0]):  # chopping explains more, rounding nothing
+        # a habit: chopping explains two numbers or more, rounding none (one cut number is a slip)
+        if _only(chopped[0], judged) >= 2 and not _only(judged, chopped[0]):
             habit, (judged, sheet_of) = "truncate", chopped
     tensors, counts = {}, {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
     for name in order:

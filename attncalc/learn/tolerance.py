@@ -6,8 +6,8 @@ otherwise numbers copied from the screen (3 decimals) or the worksheet, or exact
 writes the result at some decimals d. A **path** is one such way of working: each input copied at some
 decimals (each input its own), the last steps before this one worked by hand (each result rounded at some
 decimals), then this step. A path is *admissible* for a cell written at d decimals when nothing on it was
-rounded at fewer decimals than d — the screen's 3 included: a copy from the screen serves answers at 3
-decimals or fewer. A tensor on the learner's sheet is taken as they wrote it (the "truth" family copies it
+rounded at fewer decimals than d — a copy from the screen at its 3 decimals serves answers at 3 decimals,
+and at as many more as its numbers are larger than the answer's (Path.lowest). A tensor on the learner's sheet is taken as they wrote it (the "truth" family copies it
 at no fewer decimals than they wrote it).
 
 A cell is right when it lies in the **band** of the admissible paths — from the lowest path value less half
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attncalc.core.layer_ops import NegLogLikelihood
 from attncalc.core.ops import Softmax
 from attncalc.inputs.written import decimals, number_of
 
@@ -85,6 +86,13 @@ def reach(truth: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.maximum(FAR_UNITS * 10.0 ** -np.asarray(d, float), FAR_SHARE * np.abs(truth))
 
 
+def size_of(x) -> float:
+    """The largest size of a tensor's finite numbers (0 when none)."""
+    x = np.asarray(x, float)
+    finite = np.abs(x[np.isfinite(x)])
+    return float(finite.max()) if finite.size else 0.0
+
+
 class Given(dict):
     """The tensors on the sheet a path works from (name → value), and for the "ok" family `fill`: name →
     (right cells, true value, decimals written): a wrong cell is taken as the true value at the decimals the
@@ -128,11 +136,21 @@ class Path:
     tied: bool = False
     cache: dict = field(default_factory=dict)
 
-    def lowest(self) -> float:
-        """The fewest decimals anything on this path rounded at (a tensor on the sheet is as written)."""
+    def lowest(self, scale: float = 0.0) -> float:
+        """The most decimals an answer on this path may be written at: the fewest anything on it was rounded
+        at — except that a copy at the screen's decimals serves as many more as its numbers are larger than
+        the answer's (`scale`, the answer's largest size): H ≈ 2 at 3 decimals holds the digits of dWv ≈ 0.02
+        at 4, dO ≈ 0.01 at 3 those of dA at 5 not. A tensor on the sheet is as written."""
         used = [self.hand] if self.recompute or self.inner else []
-        copied = [self.copies.get(n, self.copy) for n in self.copied()]
-        used += [r if r is None else max(r, self.floors.get(n, r)) for n, r in zip(self.copied(), copied)]
+        for n in self.copied():
+            r = self.copies.get(n, self.copy)
+            if r is None:
+                continue
+            r = max(r, self.floors.get(n, r))
+            if r == self.screen_r and scale > 0:
+                size = size_of(self.base.value(n))
+                r = max(r, math.floor(r + math.log10(size / scale) + 1e-9)) if size > 0 else r
+            used.append(r)
         low = [r for r in used if r is not None]
         return min(low) if low else math.inf
 
@@ -239,8 +257,21 @@ def _mixes(graph, name: str, sheet, rs: list) -> list[dict]:
     return [dict(zip(ins, combo)) for combo in itertools.product(rs, repeat=len(ins))]
 
 
+def _from_probs(graph, name: str):
+    """A loss worked as −ln p with p read off the probabilities (the op itself works from the logits):
+    (name, fn(path)) to put in place of the step, or None."""
+    node = graph.nodes[name]
+    if not isinstance(node.op, NegLogLikelihood):
+        return None
+    op = node.op
+    probs = next((n for n, v in graph.nodes.items() if isinstance(v.op, Softmax) and v.inputs == node.inputs), None)
+    if probs is None:
+        return None
+    return name, lambda path: -np.log(path.value(probs)[op.rows, op.labels])
+
+
 def _ways(graph, name: str, sheet, stop, rs: list, screen: int):
-    """(hand, copy, mix, inner) for every way of working `name` over each horizon (see `paths`)."""
+    """(recompute, hand, copy, mix, inner, swap) for every way of working `name` (see `paths`)."""
     soft = {n for n in graph.upstream([name]) | {name} if isinstance(graph.nodes[n].op, Softmax)}
     for recompute in horizons(graph, name, stop):
         if recompute:
@@ -248,15 +279,17 @@ def _ways(graph, name: str, sheet, stop, rs: list, screen: int):
             for hand in rs:
                 for copy in dict.fromkeys((hand, screen, None)):
                     for inner in (False, True) if by_hand and hand is not None else (False,):
-                        yield recompute, hand, copy, {}, inner
+                        yield recompute, hand, copy, {}, inner, None
             continue
-        mixes = _mixes(graph, name, sheet, rs)
-        for mix in mixes if mixes != [{}] else [{}]:
+        for mix in _mixes(graph, name, sheet, rs):
             for copy in rs if not mix else [None]:
-                yield recompute, None, copy, mix, False
+                yield recompute, None, copy, mix, False, None
         if name in soft:  # the softmax itself worked by hand: e^x rounded at the decimals its inputs have
             for r in rs[:-1]:
-                yield recompute, r, r, {}, True
+                yield recompute, r, r, {}, True, None
+        swap = _from_probs(graph, name)
+        for copy in rs if swap else []:
+            yield recompute, None, copy, {}, False, swap
 
 
 def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, habit: str = "round", **kw):
@@ -264,9 +297,9 @@ def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, habit
     decimals a sheet tensor was written at): see the module docstring. A path that met a half is also tried
     with it rounded to even."""
     chop = habit == "truncate"
-    for recompute, hand, copy, mix, inner in _ways(graph, name, sheet, stop, roundings(d, screen), screen):
+    for recompute, hand, copy, mix, inner, swap in _ways(graph, name, sheet, stop, roundings(d, screen), screen):
         for up in (True, False) if not chop else (True,):
-            path = Path(graph, sheet, hand, copy, recompute, up, chop, mix, kw.get("floors") or {}, screen_r=screen)
+            path = Path(graph, sheet, hand, copy, recompute, up, chop, mix, kw.get("floors") or {}, swap, screen)
             path.screen, path.inner = kw.get("copy"), inner
             yield path  # worked by the caller: then it is known whether a half was met
             if not path.tied:
@@ -282,8 +315,8 @@ def number_at(x: float, d: int) -> str:
 
 
 class Band:
-    """The numbers right at each cell's decimals d: from the lowest admissible path value less half a unit
-    (chopping: a unit) to the highest plus half a unit, and −∞ where a path gives −∞."""
+    """The numbers right at each cell's decimals d: from the lowest admissible path value as written at d
+    (rounded half up or to even; chopping: cut) to the highest, and −∞ where a path gives −∞."""
 
     def __init__(self, d: np.ndarray, screen: int, chop: bool = False):
         self.d, self.screen, self.chop = np.asarray(d, float), screen, chop
@@ -291,30 +324,33 @@ class Band:
         self.hi = np.full(self.d.shape, -np.inf)
         self.neginf = np.zeros(self.d.shape, bool)
 
-    def add(self, f: np.ndarray, lowest: float) -> None:
+    def _widen(self, use: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
+        self.lo = np.where(use, np.minimum(self.lo, low), self.lo)
+        self.hi = np.where(use, np.maximum(self.hi, high), self.hi)
+
+    def add(self, f: np.ndarray, lowest: float, chop: bool | None = None) -> None:
         """One path's values, counted at the cells written at no more than `lowest` decimals."""
         f = np.broadcast_to(np.asarray(f, float), self.d.shape)
         ok = self.d <= lowest
-        unit = 10.0**-self.d
-        if self.chop:  # y = f with its digits after d cut off: y in (f − unit, f] (towards zero)
-            cut, edge = unit * (1 - 1e-7), unit * 1e-7
-            below, above = np.where(f >= 0, cut, edge), np.where(f >= 0, edge, cut)
-        else:
-            below = above = unit / 2
-        with np.errstate(invalid="ignore"):
+        scale = 10.0**self.d
+        with np.errstate(invalid="ignore", over="ignore"):
+            a = np.abs(f) * scale
+            eps = 1e-9 * np.maximum(1.0, a)
+            if self.chop if chop is None else chop:
+                low = high = np.floor(a + eps)
+            else:  # half up (away from zero) as people round, or to even as the screen and NumPy do
+                up, even = np.floor(a + 0.5 + eps), np.round(a)
+                low, high = np.minimum(up, even), np.maximum(up, even)
+            low, high = np.copysign(low, f) / scale, np.copysign(high, f) / scale
             use = ok & np.isfinite(f)
-            self.lo = np.where(use, np.minimum(self.lo, f - below), self.lo)
-            self.hi = np.where(use, np.maximum(self.hi, f + above), self.hi)
+            self._widen(use, np.minimum(low, high), np.maximum(low, high))
         self.neginf |= ok & np.isneginf(f)
 
     def add_screen(self, truth: np.ndarray) -> None:
-        """The true value as the screen rounds it, at the cells written at the screen's decimals."""
-        at = self.d == self.screen
-        unit = 10.0**-self.d
-        with np.errstate(invalid="ignore"):
-            use = at & np.isfinite(truth)
-            self.lo = np.where(use, np.minimum(self.lo, truth - unit / 2), self.lo)
-            self.hi = np.where(use, np.maximum(self.hi, truth + unit / 2), self.hi)
+        """The true value as the screen writes it, at the cells written at the screen's decimals."""
+        mask = self.d == self.screen
+        if mask.any():
+            self.add(np.where(mask, np.asarray(truth, float), np.nan), math.inf, chop=False)
 
     def near(self, truth: np.ndarray) -> Band:
         """The band without the numbers far from `truth` (where the truth is −∞, no finite number)."""
@@ -326,7 +362,7 @@ class Band:
         return self
 
     def holds(self, y: np.ndarray) -> np.ndarray:
-        slack = SLACK * np.maximum(1.0, np.abs(np.where(np.isfinite(y), y, 0.0))) + SLACK * 10.0**-self.d
+        slack = 1e-6 * 10.0**-self.d  # y and the ends are numbers written at d decimals
         with np.errstate(invalid="ignore"):
             inside = np.isfinite(y) & (y >= self.lo - slack) & (y <= self.hi + slack)
         return inside | (np.isneginf(y) & self.neginf)
@@ -337,8 +373,8 @@ class Band:
         shown = [number_at(-math.inf, 0)] if self.neginf[idx] else []
         if not lo <= hi + SLACK:
             return shown
-        unit, slack = 10.0**-d, SLACK * max(1.0, abs(lo), abs(hi))
-        first, last = math.ceil((lo - slack) / unit - 1e-9), math.floor((hi + slack) / unit + 1e-9)
+        unit = 10.0**-d
+        first, last = math.ceil(lo / unit - 1e-6), math.floor(hi / unit + 1e-6)
         if last - first > 1000:
             return shown + [number_at(first * unit, d), "…", number_at(last * unit, d)]
         return shown + [number_at(k * unit, d) for k in range(first, last + 1)]
@@ -357,9 +393,10 @@ def bands_at(graph, name: str, idx: tuple, ds, screen: int) -> dict[int, Band]:
     truth = float(np.asarray(graph.value(name), float)[idx])
     bands = {d: Band(np.array(d), screen) for d in ds}
     shape = np.shape(graph.value(name))
+    scale = size_of(graph.value(name))
     for path in paths(graph, name, Given(), frozenset(), np.array(ds), screen):
         f = float(path.step(name).reshape(shape)[idx])
-        lowest = path.lowest()
+        lowest = path.lowest(scale)
         for band in bands.values():
             band.add(np.array(f), lowest)
     return {d: band.near(np.array(truth)) for d, band in bands.items()}
