@@ -39,7 +39,7 @@ EXAMPLES = ("woaini", "multihead", "order", "padding", "rope", "tinyllama", "woc
 STAGES = ("attend", "encoder", "decoder", "backward")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def calculation(source: str, stage: str):
     """A bundled example (`woaini`) or an exercise (`exercise:7`) at a stage; None when it has no such stage."""
     try:
@@ -77,7 +77,9 @@ class Learner:
     written: dict  # name -> decimals
     habit: str = "up"
     copy: str = "screen"  # a tensor not on the sheet, not fed by theirs: "screen", "exact" or "target" (at the decimals written next)
-    hand: str = "target"  # a tensor their numbers feed but not written: "target" (next written decimals), "screen", "exact"
+    hand: str = (
+        "target"  # a tensor their numbers feed but not written: "target" (next written decimals), "screen", "exact"
+    )
     copied: frozenset = frozenset()  # written tensors copied from the screen rather than worked
     slip: tuple | None = None  # (name, flat index, units, share): that cell written off by this much
     mistake: tuple | None = None  # (name, key): that step worked the mistaken way
@@ -120,7 +122,9 @@ def work(learner: Learner, slip=True, mistake=True, copy=None, hand=None) -> dic
             if copy == "screen" and node.shown:
                 vals[name] = screen(truth)
             elif r is not None and node.shown:
-                vals[name] = np.vectorize(lambda v, r=r: float(write(v, r, learner.habit)) if np.isfinite(v) else v)(truth)
+                vals[name] = np.vectorize(lambda v, r=r: float(write(v, r, learner.habit)) if np.isfinite(v) else v)(
+                    truth
+                )
             else:
                 vals[name] = truth
             continue
@@ -165,7 +169,11 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
     """name -> array of "correct" / "carried" / "slip" / "undecided" / "undecided_carried" for every cell."""
     actual = work(learner)
     clean = work(learner, slip=False, mistake=False)
-    others = [work(learner, slip=False, mistake=False, copy=c, hand=h) for c in ("screen", "exact", "target") for h in ("target", "exact", "screen")]
+    others = [
+        work(learner, slip=False, mistake=False, copy=c, hand=h)
+        for c in ("screen", "exact", "target")
+        for h in ("target", "exact", "screen")
+    ]
     out = {}
     erred_at = {learner.slip[0]} if learner.slip else set()
     if learner.mistake:
@@ -304,8 +312,20 @@ def main(count: int, seed: int = 0) -> None:
         kinds[(k, v)] = kinds.get((k, v), 0) + 1
     print(f"{sheets} sheets, {cells} cells judged, {len(false)} false verdicts", kinds)
     for learner, w in false[:15]:
-        print(" ", learner.source, learner.stage, learner.written, learner.habit, learner.copy, learner.hand,
-              sorted(learner.copied), learner.slip, learner.mistake, "->", w)
+        print(
+            " ",
+            learner.source,
+            learner.stage,
+            learner.written,
+            learner.habit,
+            learner.copy,
+            learner.hand,
+            sorted(learner.copied),
+            learner.slip,
+            learner.mistake,
+            "->",
+            w,
+        )
 
 
 if __name__ == "__main__":

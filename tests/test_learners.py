@@ -12,13 +12,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import attncalc
 from attncalc.learn.tolerance import FAR_SHARE, FAR_UNITS
 
 
 @st.composite
 def learner(draw):
-    made = learners.make_learner(lambda options: draw(st.sampled_from(options)), lambda lo, hi: draw(st.integers(lo, hi)))
+    made = learners.make_learner(
+        lambda options: draw(st.sampled_from(options)), lambda lo, hi: draw(st.integers(lo, hi))
+    )
     if made is None:  # an example without that stage: the same learner on the attention block
         made = learners.make_learner(lambda options: options[0], lambda lo, hi: lo)
     return made
@@ -46,7 +47,9 @@ def far_sheet(draw):
     units = draw(st.integers(FAR_UNITS + 1, 200))
     share = draw(st.sampled_from((FAR_SHARE + 0.01, 1.0, 3.0)))
     sign = np.where(np.asarray(draw(st.lists(st.booleans(), min_size=truth.size, max_size=truth.size))), 1, -1)
-    off = sign.reshape(truth.shape) * np.maximum(units * 10.0**-d, share * np.abs(np.where(np.isfinite(truth), truth, 0)))
+    off = sign.reshape(truth.shape) * np.maximum(
+        units * 10.0**-d, share * np.abs(np.where(np.isfinite(truth), truth, 0))
+    )
     wrong = np.where(np.isfinite(truth), truth + off * 1.01, 0.0)
     return calc, name, np.vectorize(lambda v: learners.write(v, d, "up"), otypes=[object])(wrong), d
 

@@ -33,8 +33,8 @@ from attncalc.inputs.document import jsonable
 from attncalc.inputs.literal import cell_label
 from attncalc.inputs.worksheet import Sheet
 from attncalc.learn import blanks
-from attncalc.learn.hint import first_hint
 from attncalc.learn import mistakes as known
+from attncalc.learn.hint import first_hint
 from attncalc.learn.tolerance import Band, Given, cell_decimals, close, half_unit, paths, size_of
 from attncalc.render.text import expansion_lines
 
@@ -167,7 +167,9 @@ class Ways:
             if family in families:
                 floors = self.floors if family == "truth" else None
                 for copy in self.copies if family != "truth" else (None,):
-                    ways = paths(base, self.name, sheet, self.stop, self.d, self.screen, self.habit, copy=copy, floors=floors)
+                    ways = paths(
+                        base, self.name, sheet, self.stop, self.d, self.screen, self.habit, copy=copy, floors=floors
+                    )
                     for path in ways:
                         yield family, path
 

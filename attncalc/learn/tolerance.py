@@ -157,7 +157,11 @@ class Path:
     def copied(self) -> list[str]:
         """The shown tensors this path copied (after it was worked)."""
         nodes = self.base.nodes
-        return [n for n in self.cache if n not in self.recompute and n not in self.sheet and nodes[n].shown and not nodes[n].is_leaf]
+        return [
+            n
+            for n in self.cache
+            if n not in self.recompute and n not in self.sheet and nodes[n].shown and not nodes[n].is_leaf
+        ]
 
     def value(self, name: str) -> np.ndarray:
         if name in self.cache:
@@ -250,7 +254,9 @@ def roundings(d: np.ndarray, screen: int) -> list[int | None]:
 def _mixes(graph, name: str, sheet, rs: list) -> list[dict]:
     """Each input of the step copied at its own decimals (H from the screen at 3, dV worked at 5), as long
     as that makes at most MAX_MIXES ways; otherwise none (every input at one decimals)."""
-    ins = [i for i in graph.nodes[name].inputs if i not in sheet and graph.nodes[i].shown and not graph.nodes[i].is_leaf]
+    ins = [
+        i for i in graph.nodes[name].inputs if i not in sheet and graph.nodes[i].shown and not graph.nodes[i].is_leaf
+    ]
     ins = list(dict.fromkeys(ins))
     if len(ins) < 2 or len(rs) ** len(ins) > MAX_MIXES:
         return [{}]
