@@ -27,15 +27,14 @@ import numpy as np
 
 from attncalc import arguments, texts
 from attncalc.core.graph import Graph
-from attncalc.core.ops import Scores
 from attncalc.errors import InputError
 from attncalc.inputs.document import jsonable
 from attncalc.inputs.literal import cell_label
 from attncalc.inputs.worksheet import Sheet
 from attncalc.learn import blanks
-from attncalc.learn import mistakes as known
 from attncalc.learn.hint import first_hint
-from attncalc.learn.tolerance import Band, Given, cell_decimals, close, half_unit, paths, size_of
+from attncalc.learn.tolerance import cell_decimals, close, half_unit
+from attncalc.learn.ways import Ways, bands, mistake_named, symmetric
 from attncalc.render.text import expansion_lines
 
 # the known mistakes, each named by the text check.mistake.<key>
@@ -135,105 +134,6 @@ def _fit(sheet: Sheet, truth: np.ndarray, name: str, head: int | None) -> tuple[
     )
 
 
-# ---- rounding paths ------------------------------------------------------------------------------
-class Ways:
-    """Every path to one tensor, by family: "truth" (from the true inputs; a tensor on the sheet never at
-    fewer decimals than you wrote it), "ok" (your numbers where they were right, the true ones at your
-    decimals where not) — both right — and "yours" (your own numbers, right or wrong: carried). When every
-    number of yours that feeds it was right, "yours" is right too. In "ok" and "yours" a tensor not on the
-    sheet is copied as your numbers make it, or from the screen."""
-
-    def __init__(self, sheet_of: dict, name: str, d, screen: int, habit: str = "round"):
-        graph, ok, yours, mine, right, decs = (sheet_of[k] for k in ("graph", "ok", "yours", "mine", "right", "decs"))
-        self.graph, self.name, self.d, self.screen, self.habit = graph, name, d, screen, habit
-        fed = (graph.upstream([name]) - {name}) & set(mine)
-        sheet = {n: mine[n] for n in fed}
-        self.floors = {n: int(np.max(decs[n])) for n in fed}
-        self.families = [("truth", graph, Given())]
-        self.right, self.carried = ("truth",), ()
-        if fed:
-            wrong = any(not right[n].all() for n in fed)
-            if wrong:
-                fill = {n: (right[n], graph.value(n), decs[n]) for n in fed}
-                self.families.append(("ok", ok, Given(sheet, fill)))
-            self.families.append(("yours", yours, Given(sheet)))
-            self.right, self.carried = (("truth", "ok"), ("yours",)) if wrong else (("truth", "yours"), ())
-        self.copies = (None, graph) if fed else (None,)  # what is not on the sheet: from it, or the screen
-        self.stop = frozenset(mine)
-
-    def each(self, families=("truth", "ok", "yours")):
-        """(family, path) for every path of these families."""
-        for family, base, sheet in self.families:
-            if family in families:
-                floors = self.floors if family == "truth" else None
-                for copy in self.copies if family != "truth" else (None,):
-                    ways = paths(
-                        base, self.name, sheet, self.stop, self.d, self.screen, self.habit, copy=copy, floors=floors
-                    )
-                    for path in ways:
-                        yield family, path
-
-
-def _bands(ways: Ways, sel, truth) -> tuple[Band, Band]:
-    """(the band of right numbers, not far from the truth; the band of numbers carried from yours)."""
-    chop, scale = ways.habit == "truncate", size_of(truth)
-    right, carried = Band(ways.d, ways.screen, chop), Band(ways.d, ways.screen, chop)
-    for family, path in ways.each(ways.right + ways.carried):
-        f = path.step(ways.name)[sel]
-        (right if family in ways.right else carried).add(f, path.lowest(scale))
-    if chop:  # the screen's digits, copied as they are, are right whatever one's habit
-        right.add_screen(truth)
-    return right.near(truth), carried
-
-
-def _mistake(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
-    """Every known mistake that gives every cell you wrote, named together, or None."""
-    name, truth = ways.name, graph.value(ways.name)
-    steps = {}
-    for n in [name] + sorted(graph.upstream([name]) - {name}, key=list(graph.nodes).index):
-        if not graph.nodes[n].is_leaf:
-            try:
-                steps[n] = known.step_mistakes(graph, n)
-            except (InputError, ValueError):
-                steps[n] = []
-    written = known.written_mistakes(np.asarray(truth[sel], float))
-    keys = [k for n in steps for k, _ in steps[n]] + [k for k, _ in written]
-    matched = {k: np.zeros(y.shape, bool) for k in keys}
-    rows, heads = None, None
-    for _, path in ways.each():
-        f = path.step(name)[sel]
-        for n, found in steps.items():
-            if n == name or n in path.recompute:
-                for key, fn in found:
-                    with np.errstate(all="ignore"):
-                        matched[key] |= close(y, np.asarray(path.variant((n, fn)).step(name), float)[sel], half)
-        for key, fn in written:
-            matched[key] |= close(y, fn(f), half)
-        r, h = known.row_matches(y, f, half), known.head_matches(y, f, half)
-        rows = r if rows is None or r is None else rows | r
-        heads = h if heads is None or h is None else heads | h
-    names = list(dict.fromkeys(k for k in keys if (matched[k] | blank).all()))
-    if rows is not None and known.reordered(rows):
-        names.append("rows")
-    if not names and heads is not None and known.other_head(heads, slip):
-        names.append("head")
-    said = [texts.t("check.mistake." + k, name=name.rpartition(".")[2]) for k in names]
-    if len(said) > 1:
-        return texts.t("check.mistake.same", mistakes=texts.t("check.mistake.or").join(said))
-    return said[0] if said else None
-
-
-def _symmetric(graph: Graph, names) -> bool:
-    """Whether a Scores tensor feeding (or being) one of `names` is symmetric: then K·Qᵀ = Q·Kᵀ."""
-    for n in graph.upstream(names):
-        node = graph.nodes[n]
-        if isinstance(node.op, Scores):
-            s = np.asarray(graph.value(n), float)
-            if s.shape[-1] == s.shape[-2] and np.allclose(s, np.swapaxes(s, -1, -2), rtol=1e-12, atol=1e-12):
-                return True
-    return False
-
-
 # ---- the report --------------------------------------------------------------------------------
 MAX_CELLS = 100  # wrong cells explained per tensor (verdicts always cover every cell)
 
@@ -310,7 +210,7 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
             carried = ~right & (close(y, step[sel], half) if fed else False)
         else:
             half = half_unit(d)
-            band, from_yours = _bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
+            band, from_yours = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
             right = band.holds(y)
             carried = ~right & from_yours.holds(y)
         full_right = np.ones(truth.shape, bool)
@@ -361,7 +261,7 @@ def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, h
     verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
     named = None
     if slip.any():
-        named = _mistake(Ways(sheet_of, name, d, precision, habit), graph, y, sel, half, slip, blank)
+        named = mistake_named(Ways(sheet_of, name, d, precision, habit), graph, y, sel, half, slip, blank)
     return {
         "formula": str(node.formula),
         "shape": list(y.shape),
@@ -408,7 +308,7 @@ def check(
             tensors[name] = blanks.unattempted(graph.nodes[name], *fitted[name])
         for row in np.asarray(tensors[name]["verdicts"], object).reshape(-1):
             counts[row] += 1
-    notes = [texts.t("check.note.symmetric")] if mine and _symmetric(graph, list(mine)) else []
+    notes = [texts.t("check.note.symmetric")] if mine and symmetric(graph, list(mine)) else []
     if habit == "truncate":
         notes.append(texts.t("check.note.truncate"))
     first_slip = next((n for n in order if "slip" in np.asarray(tensors[n]["verdicts"], object)), None)

@@ -20,7 +20,7 @@ import numpy as np
 from attncalc.core.graph import Graph
 from attncalc.core.names import STAGES
 from attncalc.errors import InputError
-from attncalc.learn.tolerance import rounded
+from attncalc.learn.paths import rounded
 
 SHEET_STAGES = STAGES[: STAGES.index("attend") + 1]  # a stage's tensors fit a page up to attend
 MAX_COLUMNS = 16  # a grid to fill by hand; a real model's 384-wide Q is not one (its heads' S and A are)
