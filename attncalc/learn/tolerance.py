@@ -113,14 +113,19 @@ class Band:
         truth = np.broadcast_to(np.asarray(truth, float), self.d.shape)
         with np.errstate(invalid="ignore"):
             far = reach(np.where(np.isfinite(truth), truth, 0.0), self.d)
-            self.lo = np.where(np.isfinite(truth), np.maximum(self.lo, truth - far), np.inf)
-            self.hi = np.where(np.isfinite(truth), np.minimum(self.hi, truth + far), -np.inf)
+            unit = 10.0**-self.d  # the ends stay numbers written at d decimals
+            low = np.ceil(np.maximum(self.lo, truth - far) / unit - 1e-6) * unit
+            high = np.floor(np.minimum(self.hi, truth + far) / unit + 1e-6) * unit
+            self.lo = np.where(np.isfinite(truth), low, np.inf)
+            self.hi = np.where(np.isfinite(truth), high, -np.inf)
         return self
 
     def holds(self, y: np.ndarray) -> np.ndarray:
-        slack = 1e-6 * 10.0**-self.d  # y and the ends are numbers written at d decimals
+        """Cells of y that are right: a number at d decimals between the ends, or one that rounds there (an
+        exact fraction, `1/3`, counts at d decimals)."""
+        edge = 0.5 * 10.0**-self.d * (1 - 1e-6)
         with np.errstate(invalid="ignore"):
-            inside = np.isfinite(y) & (y >= self.lo - slack) & (y <= self.hi + slack)
+            inside = np.isfinite(y) & (y >= self.lo - edge) & (y <= self.hi + edge)
         return inside | (np.isneginf(y) & self.neginf)
 
     def accepted(self, idx: tuple = ()) -> list[str]:
