@@ -2,16 +2,17 @@
 
 Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
 
-- Each cell is judged on rounding paths (attncalc/learn/tolerance.py): what the learner gets by rounding the
-  inputs they worked from (their own written tensors where the sheet has them, otherwise the true ones
-  rounded as written, one decimal more or fewer, as on screen, or exact), working the steps in between
-  by hand, and writing the result at the decimals written. `-inf` / `−∞` matches only −∞. `--tol` gives
-  one absolute tolerance for every cell instead.
-- Verdicts, in graph order: "correct" — one of the paths from the true inputs, or from your earlier
-  numbers where those were themselves correct (their rounding is not held against you); "carried" —
-  wrong, but a path from your own numbers gives it (`from_yours`: the step's operation on your tensors,
-  the true ones where you gave none); "slip" — wrong even given your own numbers. `from_yours` is null
-  for a tensor none of your tensors feed.
+- Each cell is judged by the one judge (attncalc/learn/tolerance.py): the band of what the admissible paths
+  (attncalc/learn/paths.py) give at the decimals written — the inputs worked from are your own written
+  tensors where the sheet has them, otherwise the true ones copied at no fewer decimals than the answer's
+  (the screen's copy as far as its digits reach), or exact —, never far from the truth. `-inf` / `−∞`
+  matches only −∞. `--tol` gives one absolute tolerance for every cell instead.
+- Verdicts, in graph order: "correct" — in the band from the true inputs, or from your earlier numbers
+  where those were themselves correct (their rounding is not held against you); "carried" — wrong, but
+  in the band from your own numbers (`from_yours`: the step's operation on your tensors, the true ones
+  where you gave none); "slip" — wrong even given your own numbers. `from_yours` is null for a tensor
+  none of your tensors feed. A sheet on which chopping explains numbers and rounding none is judged as
+  chopped throughout (`habit`: "truncate", said once in `notes`).
 - A cell left blank (`_`) is "not_attempted", neither right nor wrong: a tensor left wholly blank is
   judged as if it were not on the sheet, a partly blank one with the true numbers in its blanks. `next`
   names the first tensor with blanks; `hint` (with `hint=True`) the first wrong cell (attncalc/learn/hint.py).
