@@ -223,7 +223,12 @@ def _from_probs(graph, name: str):
     probs = next((n for n, v in graph.nodes.items() if isinstance(v.op, Softmax) and v.inputs == node.inputs), None)
     if probs is None:
         return None
-    return name, lambda path: -np.log(path.value(probs)[op.rows, op.labels])
+
+    def from_probs(path):
+        with np.errstate(divide="ignore"):  # p copied as 0.000: −ln 0 = ∞, right for nobody
+            return -np.log(path.value(probs)[op.rows, op.labels])
+
+    return name, from_probs
 
 
 def _ways(graph, name: str, sheet, stop, rs: list, screen: int):
