@@ -59,7 +59,9 @@ def write(x: float, d: int, habit: str) -> str:
     """x written at d decimals as a person does it (Decimal arithmetic, independent of attncalc's rounding)."""
     if np.isneginf(x):
         return "-inf"
-    q = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-d), rounding=MODES[habit])
+    # first at d + 9 decimals: by hand, 0.5×3.922 is 1.961, not the float's 1.9609999999999999
+    exact = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-(d + 9)), rounding=ROUND_HALF_EVEN)
+    q = exact.quantize(Decimal(1).scaleb(-d), rounding=MODES[habit])
     text = f"{q:f}" + ("." if d == 0 else "")  # a bare `3` counts at the matrix's decimals: `3.` is 0 decimals
     return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text) else text
 
@@ -175,6 +177,12 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
         for h in ("target", "exact", "screen")
     ]
     out = {}
+    graph = calculation(learner.source, learner.stage).graph
+    # an error reached a tensor when a written tensor it is worked from differs from the clean twin's: a cell
+    # that still equals the clean twin's may then be right, or carried (the twin's earlier numbers were not
+    # this learner's)
+    differs = {n: not (actual[n] == clean[n]).all() for n in actual}
+    tainted = {n: any(differs[m] for m in graph.upstream([n]) - {n} if m in actual) for n in actual}
     erred_at = {learner.slip[0]} if learner.slip else set()
     if learner.mistake:
         erred_at.add(learner.mistake[0])
@@ -194,12 +202,14 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
         same = (cells == clean[name]) | (np.isneginf(a) & np.isneginf(c))
         beyond = ~same & (~np.isfinite(off) | (off > margin))
         kind = np.where(same, "correct", np.where(beyond, "carried", "undecided_carried")).astype(object)
+        if tainted[name]:
+            kind = np.where(kind == "correct", "undecided_carried", kind)
         with np.errstate(invalid="ignore"):
             gap = np.abs(a - truth)
             far = (~np.isfinite(gap) & ~(np.isneginf(a) & np.isneginf(truth))) | (
                 (gap > FAR_UNITS * 10.0**-d) & (gap > FAR_SHARE * np.abs(truth))
             )
-        kind = np.where(far & (kind == "correct"), "far", kind)
+        kind = np.where(far & np.isin(kind, ("correct", "undecided_carried")) & same, "far", kind)
         if name in erred_at:
             own = work(_without_error_at(learner, name))[name]  # their own inputs, worked right at this step
             o = np.vectorize(_num)(own)

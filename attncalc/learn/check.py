@@ -298,8 +298,8 @@ def check(
     judged, sheet_of = _verdicts(graph, fitted, mine, tol, precision, habit)
     if tol is None and any(not r.all() for r, *_ in judged.values()):  # one who chops: judged as one who chops
         chopped = _verdicts(graph, fitted, mine, tol, precision, "truncate")
-        # a habit: chopping explains two numbers or more, rounding none (one cut number is a slip)
-        if _only(chopped[0], judged) >= 2 and not _only(judged, chopped[0]):
+        # a habit: chopping explains numbers, rounding none (one cut number among rounded ones is a slip)
+        if _only(chopped[0], judged) and not _only(judged, chopped[0]):
             habit, (judged, sheet_of) = "truncate", chopped
     tensors, counts = {}, {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
     for name in order:

@@ -80,7 +80,7 @@ class Path:
     copies: dict = field(default_factory=dict)
     floors: dict = field(default_factory=dict)
     swap: tuple | None = None
-    screen_r: int = 3  # the screen's decimals: a copy at those is the screen's digits, even to one who chops
+    screen_r: int | None = 3  # the screen's decimals: a copy at those is the screen's digits, even to one who chops
     screen: object = None  # copy from this Graph instead (the screen's true values), base for the rest
     inner: bool = False  # a softmax worked with its e^x rounded at `hand`, as by hand (e^2.00 = 7.39)
     tied: bool = False
@@ -258,10 +258,12 @@ def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, habit
     decimals a sheet tensor was written at): see the module docstring. A path that met a half is also tried
     with it rounded to even."""
     chop = habit == "truncate"
+    # one who chops either copies the screen's digits or chops the exact number at its decimals themselves
+    variants = [(True, screen), (True, None)] if chop else [(True, screen), (False, screen)]
     for recompute, hand, copy, mix, inner, swap in _ways(graph, name, sheet, stop, roundings(d, screen), screen):
-        for up in (True, False) if not chop else (True,):
-            path = Path(graph, sheet, hand, copy, recompute, up, chop, mix, kw.get("floors") or {}, swap, screen)
+        for up, shown in variants:
+            path = Path(graph, sheet, hand, copy, recompute, up, chop, mix, kw.get("floors") or {}, swap, shown)
             path.screen, path.inner = kw.get("copy"), inner
             yield path  # worked by the caller: then it is known whether a half was met
-            if not path.tied:
+            if not path.tied and not chop:
                 break
