@@ -17,7 +17,11 @@ The truth of each cell comes from the simulation alone, not from check's model:
   moves it, and 3 units more;
 - "slip": the cell where they wrote a number that their own inputs do not give, as far again.
 A cell an error reached by less than that margin is "undecided" (counted, not asserted, beyond: a carried
-one is never a slip).
+one is never a slip); so is a cell an error reached that still equals the clean twin's (the twin's earlier
+numbers are not this learner's: correct or carried). A cell far from the truth by the issue's definition
+(FAR_UNITS units of its decimals and FAR_SHARE of its size) is never correct, however it was worked. A learner
+at 0 decimals writes `3.` (a bare `3` counts at the matrix's decimals, docs/arithmetic.md); one who copies
+from the screen writes at most its 3 decimals (an answer at more decimals than its inputs is not right).
 """
 
 from __future__ import annotations
