@@ -511,7 +511,7 @@ class Backward(Calculation):
 def _as_written(value) -> str:
     """A dict worksheet as JSON text, a number given as a string ("4.30") written as that number so its
     decimals (and so its tolerance) are the ones typed; a Python float has only its shortest form (4.3)."""
-    from attncalc.inputs.worksheet import NUMBER
+    from attncalc.inputs.written import NUMBER
 
     if isinstance(value, dict):
         return "{" + ", ".join(f"{json.dumps(str(k))}: {_as_written(v)}" for k, v in value.items()) + "}"

@@ -126,7 +126,9 @@ def test_report_wording(check):
     out = result.stdout
     assert "… 1 more wrong cell (-f json lists it)" in out  # 9 wrong, 8 explained (was "1 more wrong cells")
     # what 3-decimal answers the rounding paths allow (was "(tolerance ±0.043)", a tenth of the scale)
-    assert "✗ A[我, 我]: you wrote 0, correct 0.333 (right at your decimals: 0.332, 0.333, 0.334 or 0.335)" in out
+    assert (
+        "✗ A[我, 我]: you wrote 0, correct 0.333 (right at your decimals: 0.333)" in out
+    )  # issue 35: no input below 3 decimals
     assert "within" not in out
 
 

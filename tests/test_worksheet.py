@@ -11,7 +11,7 @@ import pytest
 
 import attncalc
 from attncalc.inputs.examples import example_names
-from attncalc.learn.tolerance import rounded
+from attncalc.learn.paths import rounded
 from attncalc.learn.worksheet import build, header_line, stage_span
 from attncalc.render import worksheet as draw
 

@@ -14,11 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attncalc.errors import InputError, describe
-from attncalc.inputs.literal import NEG_INF
-from attncalc.learn.tolerance import decimals
+from attncalc.inputs.written import decimals, number_of
 
-NUMBER = re.compile(r"[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?")
-_FRACTION = re.compile(r"([+-]?\d+)/(\d+)")
 _NUMBER_LIKE = re.compile(r"[+-]?(?:\d|\.\d)|[+-]?(?:nan|inf)", re.IGNORECASE)  # meant as a number
 BLANK = re.compile(r"_+")  # a cell left to fill in (worksheets print `_`)
 
@@ -51,22 +48,6 @@ class Sheet:
     def empty(self) -> bool:
         """A header with no rows: the whole tensor not attempted, its shape the model's."""
         return self.values.size == 0
-
-
-def number_of(text: str) -> float | None:
-    """A cell's number as people write it: `0.43`, `−1.5`, `4.26e-1`, `33.3%` (0.333), `1/3` (exactly a
-    third), `-inf` / `−∞` (a blocked cell); None when it is not one."""
-    t = text.strip().replace("−", "-")
-    if t.lower() in NEG_INF:
-        return -math.inf
-    if NUMBER.fullmatch(t):
-        return float(t)
-    if t.endswith("%") and NUMBER.fullmatch(t[:-1]):
-        return float(t[:-1]) / 100
-    m = _FRACTION.fullmatch(t)
-    if m and int(m.group(2)):
-        return int(m.group(1)) / int(m.group(2))
-    return None
 
 
 def is_token(cell: str) -> bool:

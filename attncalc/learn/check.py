@@ -2,16 +2,17 @@
 
 Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
 
-- Each cell is judged on rounding paths (attncalc/learn/tolerance.py): what the learner gets by rounding the
-  inputs they worked from (their own written tensors where the sheet has them, otherwise the true ones
-  rounded as written, one decimal more or fewer, as on screen, or exact), working the steps in between
-  by hand, and writing the result at the decimals written. `-inf` / `−∞` matches only −∞. `--tol` gives
-  one absolute tolerance for every cell instead.
-- Verdicts, in graph order: "correct" — one of the paths from the true inputs, or from your earlier
-  numbers where those were themselves correct (their rounding is not held against you); "carried" —
-  wrong, but a path from your own numbers gives it (`from_yours`: the step's operation on your tensors,
-  the true ones where you gave none); "slip" — wrong even given your own numbers. `from_yours` is null
-  for a tensor none of your tensors feed.
+- Each cell is judged by the one judge (attncalc/learn/tolerance.py): the band of what the admissible paths
+  (attncalc/learn/paths.py) give at the decimals written — the inputs worked from are your own written
+  tensors where the sheet has them, otherwise the true ones copied at no fewer decimals than the answer's
+  (the screen's copy as far as its digits reach), or exact —, never far from the truth. `-inf` / `−∞`
+  matches only −∞. `--tol` gives one absolute tolerance for every cell instead.
+- Verdicts, in graph order: "correct" — in the band from the true inputs, or from your earlier numbers
+  where those were themselves correct (their rounding is not held against you); "carried" — wrong, but
+  in the band from your own numbers (`from_yours`: the step's operation on your tensors, the true ones
+  where you gave none); "slip" — wrong even given your own numbers. `from_yours` is null for a tensor
+  none of your tensors feed. A sheet on which chopping explains numbers and rounding none is judged as
+  chopped throughout (`habit`: "truncate", said once in `notes`).
 - A cell left blank (`_`) is "not_attempted", neither right nor wrong: a tensor left wholly blank is
   judged as if it were not on the sheet, a partly blank one with the true numbers in its blanks. `next`
   names the first tensor with blanks; `hint` (with `hint=True`) the first wrong cell (attncalc/learn/hint.py).
@@ -27,14 +28,14 @@ import numpy as np
 
 from attncalc import arguments, texts
 from attncalc.core.graph import Graph
-from attncalc.core.ops import Scores, Softmax
 from attncalc.errors import InputError
 from attncalc.inputs.document import jsonable
 from attncalc.inputs.literal import cell_label
 from attncalc.inputs.worksheet import Sheet
 from attncalc.learn import blanks
-from attncalc.learn import mistakes as known
-from attncalc.learn.tolerance import Given, accepted, cell_decimals, close, half_unit, paths
+from attncalc.learn.hint import first_hint
+from attncalc.learn.tolerance import cell_decimals, close, half_unit
+from attncalc.learn.ways import Ways, bands, mistake_named, symmetric
 from attncalc.render.text import expansion_lines
 
 # the known mistakes, each named by the text check.mistake.<key>
@@ -134,120 +135,6 @@ def _fit(sheet: Sheet, truth: np.ndarray, name: str, head: int | None) -> tuple[
     )
 
 
-# ---- rounding paths ------------------------------------------------------------------------------
-class Ways:
-    """Every rounding path to one tensor, by family: "truth" (from the true inputs), "ok" (your numbers
-    where they were right, the true ones rounded where not) — both right — and "yours" (your own
-    numbers, right or wrong: carried). When every number of yours that feeds it was right, "yours" is
-    "ok". In "ok" and "yours" a tensor not on the sheet is copied as your numbers make it, or from the
-    screen."""
-
-    def __init__(self, graph, ok, yours, mine, right, name, d, screen):
-        self.graph, self.name, self.d, self.screen = graph, name, d, screen
-        fed = (graph.upstream([name]) - {name}) & set(mine)
-        sheet = {n: mine[n] for n in fed}
-        self.families = [("truth", graph, Given())]
-        self.right, self.carried = ("truth",), ()
-        # with your own tensors on the sheet you kept at least the digits you wrote: the true inputs are
-        # then tried only at the decimals written or more (a learner may also work from the screen)
-        self.floor = int(np.max(d)) if fed and np.size(d) else None
-        if fed:
-            wrong = any(not right[n].all() for n in fed)
-            if wrong:
-                self.families.append(("ok", ok, Given(sheet, {n: (right[n], graph.value(n)) for n in fed})))
-            self.families.append(("yours", yours, Given(sheet)))
-            self.right, self.carried = (("truth", "ok"), ("yours",)) if wrong else (("truth", "yours"), ())
-        self.copies = (None, graph) if fed else (None,)  # what is not on the sheet: from it, or the screen
-        self.stop = frozenset(mine)
-
-    def each(self, families=("truth", "ok", "yours")):
-        """(family, path) for every path of these families."""
-        for family, base, sheet in self.families:
-            if family in families:
-                floor = self.floor if family == "truth" else None
-                for copy in self.copies if family != "truth" else (None,):
-                    for path in paths(base, self.name, sheet, self.stop, self.d, self.screen, floor, copy):
-                        yield family, path
-
-
-def _judge(ways: Ways, y, sel, half):
-    """(right, carried) cells of y over every path."""
-    right = np.zeros(y.shape, bool)
-    carried = np.zeros(y.shape, bool)
-    for family, path in ways.each(ways.right + ways.carried):
-        near = close(y, path.step(ways.name)[sel], half)
-        if family in ways.right:
-            right |= near
-        else:
-            carried |= near
-    return right, carried & ~right
-
-
-def _accepted(ways: Ways, cells, sel, d) -> list[list[str]]:
-    """For each wrong cell, the numbers at its decimals that would have been right."""
-    values = [[] for _ in cells]
-    for _, path in ways.each(ways.right):
-        f = path.step(ways.name)[sel]
-        for k, idx in enumerate(cells):
-            values[k].append(float(f[idx]))
-    return [accepted(v, int(d[idx])) for v, idx in zip(values, cells)]
-
-
-def _mistake(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
-    """Every known mistake that gives every cell you wrote, named together, or None."""
-    name, truth = ways.name, graph.value(ways.name)
-    steps = {}
-    for n in [name] + sorted(graph.upstream([name]) - {name}, key=list(graph.nodes).index):
-        if not graph.nodes[n].is_leaf:
-            try:
-                steps[n] = known.step_mistakes(graph, n)
-            except (InputError, ValueError):
-                steps[n] = []
-    written = known.written_mistakes(np.asarray(truth[sel], float))
-    keys = [k for n in steps for k, _ in steps[n]] + [k for k, _ in written]
-    matched = {k: np.zeros(y.shape, bool) for k in keys}
-    rows, heads = None, None
-    for _, path in ways.each():
-        f = path.step(name)[sel]
-        for n, found in steps.items():
-            if n == name or n in path.recompute:
-                for key, fn in found:
-                    with np.errstate(all="ignore"):
-                        matched[key] |= close(y, np.asarray(path.variant((n, fn)).step(name), float)[sel], half)
-        for key, fn in written:
-            matched[key] |= close(y, fn(f), half)
-        r, h = known.row_matches(y, f, half), known.head_matches(y, f, half)
-        rows = r if rows is None or r is None else rows | r
-        heads = h if heads is None or h is None else heads | h
-    names = list(dict.fromkeys(k for k in keys if (matched[k] | blank).all()))
-    if rows is not None and known.reordered(rows):
-        names.append("rows")
-    if not names and heads is not None and known.other_head(heads, slip):
-        names.append("head")
-    said = [texts.t("check.mistake." + k, name=name.rpartition(".")[2]) for k in names]
-    if len(said) > 1:
-        return texts.t("check.mistake.same", mistakes=texts.t("check.mistake.or").join(said))
-    return said[0] if said else None
-
-
-def _symmetric(graph: Graph, names) -> bool:
-    """Whether a Scores tensor that is one of `names`, or that one of them is computed from before any softmax
-    (S_scaled, S_masked), is symmetric: then K·Qᵀ = Q·Kᵀ. A sheet without the scores gets no note."""
-    seen, todo = set(), [n for n in names if n in graph.nodes]
-    while todo:
-        n = todo.pop()
-        node = graph.nodes[n]
-        if n in seen or node.is_leaf or isinstance(node.op, Softmax):
-            continue
-        seen.add(n)
-        todo += [i for i in node.inputs if i in graph.nodes]
-        if isinstance(node.op, Scores):
-            s = np.asarray(graph.value(n), float)
-            if s.shape[-1] == s.shape[-2] and np.allclose(s, np.swapaxes(s, -1, -2), rtol=1e-12, atol=1e-12):
-                return True
-    return False
-
-
 # ---- the report --------------------------------------------------------------------------------
 MAX_CELLS = 100  # wrong cells explained per tensor (verdicts always cover every cell)
 
@@ -282,19 +169,9 @@ def resolve(graph: Graph, sheets: dict[str, Sheet], prefix: str = "") -> dict[st
     return out
 
 
-def check(
-    graph: Graph,
-    sheets: dict[str, Sheet],
-    tol: float | None = None,
-    precision: int = 3,
-    head: int | None = None,
-    prefix: str = "",
-    hint: bool = False,
-) -> dict:
-    """Verdicts for every cell of every worksheet tensor, in graph order (see the module docstring)."""
-    tol = arguments.check("tol", tol, cli=True)  # the option's rule (the API checks its keyword by it too)
-    sheets = resolve(graph, sheets, prefix)
-    order = [n for n in graph.nodes if n in sheets]
+def _fitted(graph: Graph, sheets: dict[str, Sheet], order: list, head) -> tuple[dict, dict]:
+    """(name → (the sheet in the model's shape, its blanks holding the true numbers; the head's index)),
+    name → the tensor as you wrote it in the model's full shape — a tensor left wholly blank is not one)."""
     fitted, mine = {}, {}
     for n in order:
         truth = np.asarray(graph.value(n), float)
@@ -309,92 +186,143 @@ def check(
         if sel:
             full[sel] = sheet.values
         mine[n] = full
+    return fitted, mine
+
+
+def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit: str) -> dict:
+    """name → (right, carried, the right band or None with --tol, the tensor from your numbers or None,
+    decimals, half a unit) for every tensor you wrote, in graph order, each judged given the ones before."""
     yours, ok = _with(graph, mine), _with(graph, mine)
-    right_of: dict[str, np.ndarray] = {}
-    tensors, first_slip, first_wrong = {}, None, None
-    counts = {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
-    for name in order:
-        node, (sheet, sel) = graph.nodes[name], fitted[name]
-        blank = blanks.of(sheet)
-        if name not in mine:
-            tensors[name] = blanks.unattempted(node, sheet, sel)
-            counts["not_attempted"] += blank.size
-            continue
-        y, truth = sheet.values, np.asarray(graph.value(name), float)
+    sheet_of = {"graph": graph, "ok": ok, "yours": yours, "mine": mine, "right": {}, "decs": {}}
+    out = {}
+    for name in [n for n in graph.nodes if n in mine]:
+        (sheet, sel), truth = fitted[name], np.asarray(graph.value(name), float)
+        y = sheet.values
         fed = bool((graph.upstream([name]) - {name}) & set(mine))
         step = _step(yours, name) if fed else None
         d = cell_decimals(sheet.decimals, sheet.whole, truth[sel], precision)
-        ways = None
+        decs = np.full(truth.shape, int(d.max()) if d.size else precision)
+        decs[sel] = d
+        sheet_of["decs"][name] = decs
+        band = None
         if tol is not None:
             half = np.full(y.shape, float(tol))
             right = close(y, truth[sel], half) | (close(y, _step(ok, name)[sel], half) if fed else False)
             carried = ~right & (close(y, step[sel], half) if fed else False)
         else:
             half = half_unit(d)
-            ways = Ways(graph, ok, yours, mine, right_of, name, d, precision)
-            right, carried = _judge(ways, y, sel, half)
-        slip = ~right & ~carried
+            band, from_yours = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
+            right = band.holds(y)
+            carried = ~right & from_yours.holds(y)
         full_right = np.ones(truth.shape, bool)
         full_right[sel] = right
-        right_of[name] = full_right
+        sheet_of["right"][name] = full_right
         ok.give(name, np.where(full_right, mine[name], truth))
-        verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
-        for k in counts:
-            counts[k] += int((verdicts == k).sum())
-        if slip.any() and first_slip is None:
-            first_slip = name
-        wrong = list(map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()))
-        if wrong and first_wrong is None:
-            first_wrong = (name, sel + wrong[0])
-        shown = _accepted(ways, wrong, sel, d) if ways is not None and wrong else [None] * len(wrong)
-        cells = []
-        for idx, ok_values in zip(wrong, shown):
-            at = sel + idx
-            cells.append(
-                {
-                    "index": list(at),
-                    "label": cell_label(node, at),
-                    "verdict": str(verdicts[idx]),
-                    "yours": jsonable(y[idx]),
-                    "written": str(sheet.text[idx]),
-                    "tolerance": round(float(half[idx]), 12),
-                    "accepted": ok_values,
-                    "correct": jsonable(truth[at]),
-                    "from_yours": jsonable(step[at]) if fed else None,
-                    "work": expansion_lines(graph.explain(name, at), precision),
-                    "work_from_yours": expansion_lines(yours.explain(name, at), precision) if fed else None,
-                }
-            )
-        named = None
-        if slip.any():
-            named = _mistake(
-                ways or Ways(graph, ok, yours, mine, right_of, name, d, precision), graph, y, sel, half, slip, blank
-            )
-        tensors[name] = {
-            "formula": str(node.formula),
-            "shape": list(y.shape),
-            "head": sel[0] if sel else None,
-            "verdicts": verdicts.tolist(),
-            "yours": blanks.yours(y, blank),
-            "written": sheet.text.tolist(),
-            "tolerance": np.round(half, 12).tolist(),  # no float noise (0.0124999…) in a report
-            "correct": jsonable(truth[sel]),
-            "from_yours": jsonable(step[sel]) if fed else None,
-            "mistake": named,
-            "wrong": int((~right).sum()),
-            "not_attempted": int(blank.sum()),
-            "cells": cells,
-        }
-    notes = [texts.t("check.note.symmetric")] if mine and _symmetric(graph, list(mine)) else []
+        out[name] = (right, carried, band, step, d, half)
+    return out, sheet_of
+
+
+def _only(judged: dict, other: dict) -> int:
+    """Cells right when judged one way and not the other (the evidence of a habit)."""
+    return sum(int((right & ~other[n][0]).sum()) for n, (right, *_) in judged.items())
+
+
+def _cells(graph: Graph, name: str, fitted, judged, yours, verdicts, precision: int) -> list[dict]:
+    """The wrong cells of one tensor explained (at most MAX_CELLS)."""
+    (sheet, sel), (right, _, band, step, _, half) = fitted[name], judged
+    node, truth, y = graph.nodes[name], np.asarray(graph.value(name), float), sheet.values
+    cells = []
+    for idx in map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()):
+        at = sel + idx
+        cells.append(
+            {
+                "index": list(at),
+                "label": cell_label(node, at),
+                "verdict": str(verdicts[idx]),
+                "yours": jsonable(y[idx]),
+                "written": str(sheet.text[idx]),
+                "tolerance": round(float(half[idx]), 12),
+                "accepted": band.accepted(idx) if band is not None else None,
+                "correct": jsonable(truth[at]),
+                "from_yours": jsonable(step[at]) if step is not None else None,
+                "work": expansion_lines(graph.explain(name, at), precision),
+                "work_from_yours": expansion_lines(yours.explain(name, at), precision) if step is not None else None,
+            }
+        )
+    return cells
+
+
+def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, habit: str) -> dict:
+    """One tensor of the report: its verdicts, your numbers and the true ones, the wrong cells explained, the
+    known mistake that gives what you wrote."""
+    node, (sheet, sel) = graph.nodes[name], fitted[name]
+    blank, truth, y = blanks.of(sheet), np.asarray(graph.value(name), float), sheet.values
+    right, carried, band, step, d, half = judged
+    slip = ~right & ~carried
+    verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
+    named = None
+    if slip.any():
+        named = mistake_named(Ways(sheet_of, name, d, precision, habit), graph, y, sel, half, slip, blank)
+    return {
+        "formula": str(node.formula),
+        "shape": list(y.shape),
+        "head": sel[0] if sel else None,
+        "verdicts": verdicts.tolist(),
+        "yours": blanks.yours(y, blank),
+        "written": sheet.text.tolist(),
+        "tolerance": np.round(half, 12).tolist(),  # no float noise (0.0124999…) in a report
+        "correct": jsonable(truth[sel]),
+        "from_yours": jsonable(step[sel]) if step is not None else None,
+        "mistake": named,
+        "wrong": int((~right).sum()),
+        "not_attempted": int(blank.sum()),
+        "cells": _cells(graph, name, fitted, judged, sheet_of["yours"], verdicts, precision),
+    }
+
+
+def check(
+    graph: Graph,
+    sheets: dict[str, Sheet],
+    tol: float | None = None,
+    precision: int = 3,
+    head: int | None = None,
+    prefix: str = "",
+    hint: bool = False,
+) -> dict:
+    """Verdicts for every cell of every worksheet tensor, in graph order (see the module docstring)."""
+    tol = arguments.check("tol", tol, cli=True)  # the option's rule (the API checks its keyword by it too)
+    sheets = resolve(graph, sheets, prefix)
+    order = [n for n in graph.nodes if n in sheets]
+    fitted, mine = _fitted(graph, sheets, order, head)
+    habit = "round"
+    judged, sheet_of = _verdicts(graph, fitted, mine, tol, precision, habit)
+    if tol is None and any(not r.all() for r, *_ in judged.values()):  # one who chops: judged as one who chops
+        chopped = _verdicts(graph, fitted, mine, tol, precision, "truncate")
+        # a habit: chopping explains numbers, rounding none (one cut number among rounded ones is a slip)
+        if _only(chopped[0], judged) and not _only(judged, chopped[0]):
+            habit, (judged, sheet_of) = "truncate", chopped
+    tensors, counts = {}, {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
+    for name in order:
+        if name in judged:
+            tensors[name] = _tensor(graph, name, fitted, judged[name], sheet_of, precision, habit)
+        else:
+            tensors[name] = blanks.unattempted(graph.nodes[name], *fitted[name])
+        for row in np.asarray(tensors[name]["verdicts"], object).reshape(-1):
+            counts[row] += 1
+    notes = [texts.t("check.note.symmetric")] if mine and symmetric(graph, list(mine)) else []
+    if habit == "truncate":
+        notes.append(texts.t("check.note.truncate"))
+    first_slip = next((n for n in order if "slip" in np.asarray(tensors[n]["verdicts"], object)), None)
+    wrong = next((n for n in order if tensors[n]["cells"]), None)
     report = {
         "first_slip": first_slip,
         "next": next((n for n in order if tensors[n]["not_attempted"]), None),
         "tensors": tensors,
         "notes": notes,
+        "habit": habit,
         "summary": {"tensors": len(order), "cells": sum(counts.values()), **counts},
     }
     if hint:
-        from attncalc.learn.hint import first_hint
-
-        report["hint"] = first_hint(graph, yours, first_wrong, precision) if first_wrong else None
+        first_wrong = (wrong, tuple(tensors[wrong]["cells"][0]["index"])) if wrong else None
+        report["hint"] = first_hint(graph, sheet_of["yours"], first_wrong, precision) if first_wrong else None
     return report

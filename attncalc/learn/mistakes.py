@@ -1,5 +1,5 @@
 """The known mistakes `check` names (docs/worksheet.md). Each is tried by redoing the work that way along
-every rounding path (attncalc/learn/tolerance.py), and is named only when it gives every cell the learner
+every path (attncalc/learn/paths.py), and is named only when it gives every cell the learner
 wrote; when two give the same numbers in this example, both are named.
 
 - a step done wrong (`step_mistakes`): softmax over columns, the mask after the softmax, no mask, 0

@@ -20,8 +20,8 @@ from attncalc.core.graph import Graph
 from attncalc.core.ops import Scores
 from attncalc.core.optim import UPDATE_NAME
 from attncalc.errors import InputError
+from attncalc.learn.paths import rounded
 from attncalc.learn.sheet_header import SHEET_STAGES, header_line
-from attncalc.learn.tolerance import rounded
 
 __all__ = ["build", "graph_stage", "header_line", "stage_span"]
 

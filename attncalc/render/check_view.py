@@ -14,9 +14,12 @@ SHOWN = 8  # wrong cells explained per tensor on screen (-f json has up to 100)
 
 
 def either(values: list[str], lang: str | None = None) -> str:
-    """`0.42 or 0.43`, `0.42, 0.43 or 0.44`: the numbers that would have been right."""
+    """`0.42`, `0.42 or 0.43`, `0.42 to 0.45`: the numbers that would have been right (one contiguous range,
+    −∞ said first when a path gives it)."""
     if len(values) < 2:
         return "".join(values)
+    if len(values) > 2 and values[0] != "−∞":
+        return say("check.accepted_range", lang, low=values[0], high=values[-1])
     return say("check.accepted_sep", lang).join(values[:-1]) + say("check.accepted_or", lang) + values[-1]
 
 

@@ -247,7 +247,7 @@ function askQuiz(q) {
 }
 
 function way(q, text) {
-  // the rounding paths' values at the decimals typed, and half a unit there (page.py's table)
+  // the range of right answers at the decimals typed (page.py's table, from tolerance.py's judge)
   const m = DECIMAL.exec(text);
   if (!m) return null;
   if (m[1] === undefined && m[2] === undefined && m[4] === undefined) return q.whole;
@@ -260,10 +260,10 @@ function answer() {
   let said;
   if (!text) said = say("skipped");
   else {
-    const neg = NEG_INF.includes(plain.toLowerCase()), w = neg ? { values: [], half: 0, accepted: {} } : way(q, plain);
+    const neg = NEG_INF.includes(plain.toLowerCase()), w = neg ? { lo: null, hi: null, accepted: {} } : way(q, plain);
     if (!w) { document.getElementById("verdict").textContent = say("quiz_nan"); return; }
     const y = Number(plain), slack = (v) => 1e-9 * Math.max(1, Math.abs(v));
-    const ok = neg ? q.true === "-inf" : w.values.some((v) => Math.abs(y - v) <= w.half * (1 + 1e-9) + slack(v));
+    const ok = neg ? q.true === "-inf" : w.lo !== null && y >= w.lo - slack(w.lo) && y <= w.hi + slack(w.hi);
     S.asked[S.k] = ok;
     const shown = neg ? "−∞" : w.accepted[S.lang];
     said = say(ok ? "right" : "wrong", { label: q.label[S.lang], value: q.value, answer: text, accepted: shown });

@@ -140,9 +140,9 @@ def speaks(expansion) -> bool:
 
 def quiz_data(walk, s, p: int, langs) -> dict | None:
     """The quiz of screen s: the hidden cell, its value, and for each way of writing an answer (a whole
-    number, or d decimals) the values of the rounding paths and half a unit at those decimals: the script
-    judges a typed answer against them, so the rule is tolerance.py's (as check and the terminal quizzes)."""
-    from attncalc.learn.tolerance import accepted, answer_decimals, half_unit, values_at
+    number, or d decimals) the range of right answers, `lo` to `hi`: the script judges a typed answer by
+    it, so the rule is tolerance.py's one judge (as check's and the terminal quizzes')."""
+    from attncalc.learn.tolerance import answer_decimals, bands_at
     from attncalc.learn.walk import label_of, quiz_cell
     from attncalc.render.check_view import either
 
@@ -156,16 +156,17 @@ def quiz_data(walk, s, p: int, langs) -> dict | None:
 
     ways = {"whole": "1", **{str(d): f"{1:.{d}f}" if d > 0 else f"1e{-d}" if d < 0 else "1." for d in DECIMALS}}
     decimals = {key: answer_decimals(answer, truth, p) for key, answer in ways.items()}
-    at = values_at(g, s.quiz, idx, sorted(set(decimals.values())), p)  # every path worked once
+    bands = bands_at(g, s.quiz, idx, decimals.values(), p)  # every path worked once
 
     def way(key: str) -> dict:
-        d = decimals[key]
-        values = [v for v in at[d] if math.isfinite(v)]
+        band = bands[decimals[key]]
         shown = {}
         for lang in langs:
             texts.use(lang)
-            shown[lang] = either(accepted(values, d), lang)
-        return {"values": values, "half": float(half_unit(np.array([d]))[0]), "accepted": shown}
+            shown[lang] = either(band.accepted(), lang)
+        lo, hi = float(band.lo), float(band.hi)
+        finite = math.isfinite(lo) and math.isfinite(hi) and lo <= hi
+        return {"lo": lo if finite else None, "hi": hi if finite else None, "accepted": shown}
 
     labels = {}
     for lang in langs:

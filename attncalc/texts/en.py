@@ -707,4 +707,7 @@ TEXTS = {
     "sheet.heads_kv": "{h} query heads: columns {q} of Q are head 0, head 1, … in that order; {g} KV heads: columns {kv} of K and V are KV head 0, 1, ….",
     "sheet.gqa": "Grouped-query attention, query heads → the KV head they read: {groups}.",
     "exercise.positions": "Positions count from 0: the first token is position 0.",
+    # ---- judge (issue 35) ----
+    "check.note.truncate": "You cut digits off instead of rounding (0.90 for 0.909, where rounding gives 0.91): every number is judged as cut, so the arithmetic is what counts.",
+    "check.accepted_range": "{low} to {high}",
 }

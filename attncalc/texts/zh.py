@@ -707,4 +707,7 @@ TEXTS = {
     "sheet.heads_kv": "{h} 个查询头：Q 的第 {q} 列依次属于头 0、头 1……；{g} 个 KV 头：K 和 V 的第 {kv} 列依次属于 KV 头 0、1……",
     "sheet.gqa": "分组查询注意力，查询头 → 它读取的 KV 头：{groups}。",
     "exercise.positions": "位置从 0 开始数：第一个词元是位置 0。",
+    # ---- judge (issue 35) ----
+    "check.note.truncate": "你是把多余的位数直接舍掉，而不是四舍五入（0.909 写成 0.90，四舍五入应是 0.91）：每个数都按舍去来判，看的是算术本身。",
+    "check.accepted_range": "{low} 到 {high}",
 }

@@ -1,0 +1,67 @@
+"""Simulated learners (issue 35): every cell of a learner's sheet, worked step by step from their own written,
+rounded numbers (tests/learners.py), gets from `check` the verdict the simulation knows it has.
+
+HYPOTHESIS_PROFILE=ci draws thousands of sheets (tests/conftest.py); the default profile a few, for a quick run.
+The far-off property: a sheet of numbers written far from the truth at 0–4 decimals, every tensor of woaini,
+multihead and tinyllama, has no cell judged correct."""
+
+import os
+
+import learners
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attncalc.learn.tolerance import FAR_SHARE, FAR_UNITS
+
+
+@st.composite
+def learner(draw):
+    made = learners.make_learner(
+        lambda options: draw(st.sampled_from(options)), lambda lo, hi: draw(st.integers(lo, hi))
+    )
+    if made is None:  # an example without that stage: the same learner on the attention block
+        made = learners.make_learner(lambda options: options[0], lambda lo, hi: lo)
+    return made
+
+
+CI = os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+SHEETS = 2000 if CI else 12  # a simulated sheet costs check's whole judgement (~0.3 s)
+
+
+@settings(max_examples=SHEETS)
+@given(learner())
+def test_every_cell_of_a_simulated_learners_sheet_gets_its_true_verdict(one):
+    judged, false = learners.compare(one)
+    assert not false, (one, false[:5])
+
+
+@st.composite
+def far_sheet(draw):
+    source = draw(st.sampled_from(("woaini", "multihead", "tinyllama")))
+    calc = learners.calculation(source, "backward")  # every forward tensor and every gradient
+    names = learners.writable(calc.graph)
+    name = draw(st.sampled_from(names))
+    d = draw(st.integers(0, 4))
+    truth = np.asarray(calc.graph.value(name), float)
+    units = draw(st.integers(FAR_UNITS + 1, 200))
+    share = draw(st.sampled_from((FAR_SHARE + 0.01, 1.0, 3.0)))
+    sign = np.where(np.asarray(draw(st.lists(st.booleans(), min_size=truth.size, max_size=truth.size))), 1, -1)
+    off = sign.reshape(truth.shape) * np.maximum(
+        units * 10.0**-d, share * np.abs(np.where(np.isfinite(truth), truth, 0))
+    )
+    wrong = np.where(np.isfinite(truth), truth + off * 1.01, 0.0)
+    return calc, name, np.vectorize(lambda v: learners.write(v, d, "up"), otypes=[object])(wrong), d
+
+
+@settings(max_examples=SHEETS // 2)
+@given(far_sheet())
+def test_no_far_off_cell_is_judged_correct_at_any_decimals(case):
+    calc, name, cells, d = case
+    report = calc.check(learners.as_json({name: cells})).report
+    said = np.array(report["tensors"][name]["verdicts"], object)
+    truth = np.asarray(calc.graph.value(name), float)
+    written = np.vectorize(learners._num)(cells)
+    far = np.abs(written - truth) > np.maximum(FAR_UNITS * 10.0**-d, FAR_SHARE * np.abs(truth))
+    assert far[np.isfinite(truth)].all()  # the sheet is what it claims to be
+    assert not (said[far] == "correct").any(), (name, d, cells[said == "correct"])
