@@ -115,7 +115,7 @@ def test_worksheet_stage_backward_printed_filled_and_checked_round_trip(cli, tmp
     assert code == 1 and got["first_slip"] == first and got["summary"]["slip"] == 1
 
 
-@pytest.mark.parametrize("optimizer, per_weight", [("sgd", 1), ("adam", 5)])
+@pytest.mark.parametrize("optimizer, per_weight", [("sgd", 1)])
 def test_worksheet_stage_step_round_trip(cli, tmp_path, optimizer, per_weight):
     key = cli("worksheet", "--example", "woaini", "--stage", "step", "--optimizer", optimizer, "--answers")
     assert key.exit_code == 0, key.stderr
@@ -132,6 +132,16 @@ def test_worksheet_stage_step_round_trip(cli, tmp_path, optimizer, per_weight):
     assert "output.W.new" in got["tensors"]
     refused = cli("worksheet", "--example", "woaini", "--stage", "softmax", "--optimizer", "adam")
     assert refused.exit_code == 2 and "--optimizer: expected --stage step" in refused.stderr
+
+
+def test_adams_step_is_not_printed_its_moments_read_zero_at_a_sheets_decimals(cli):
+    """Adam's v = 0.001·dW² is ~1e−10 for woaini: its printed key at 4 decimals would be 0, and E′ from the sheet's
+    own numbers m̂/(√0 + 1e−8) thousands off (7001 for 1.01); a careful learner could not be right from it."""
+    v = attncalc.load("woaini").backward("adam").training
+    assert v is not None
+    refused = cli("worksheet", "--example", "woaini", "--stage", "step", "--optimizer", "adam")
+    assert refused.exit_code == 2
+    assert refused.stderr.startswith("attncalc: error: --optimizer: expected sgd for a printed step")
 
 
 def test_a_backward_sheet_prints_as_a_page_and_markdown(cli):

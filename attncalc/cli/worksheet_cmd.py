@@ -35,7 +35,9 @@ Decimals = o.optional(
     max=6,
 )
 StepOptimizer = o.optional(
-    "--optimizer", help="sgd|adam: the optimiser of --stage step (default sgd).", panel=o.TRAINING
+    "--optimizer",
+    help="sgd: the optimiser of --stage step (the default; Adam's step is checked on a sheet you write, not printed).",
+    panel=o.TRAINING,
 )
 Answers = Annotated[bool, typer.Option("--answers", help="The key: the same sheet filled in (for a teacher).")]
 Output = o.optional("--output", "-o", help="Write the sheet to this file instead of standard output.", panel=o.OUTPUT)
@@ -89,6 +91,15 @@ def _calculation(ctx: typer.Context, p: dict, stages: list[str]):
     depth = graph_stage(stages) if p["layer"] is None else "attend"  # --layer: its own
     if stages[-1] != "step" and (p["optimizer"] is not None or p["lr"] is not None):
         raise InputError("--optimizer" if p["optimizer"] else "--lr", "--stage step (or --to step) with it", "none")
+    if stages[-1] == "step" and p["optimizer"] == "adam":
+        # v = (1 − β2)·dW² is ~1e−10 here: at a page's fixed decimals most cells read 0, and the step then divides
+        # m̂ by √0 + ε = 1e−8, so the sheet's own numbers would give updates of thousands
+        raise InputError(
+            "--optimizer",
+            "sgd for a printed step (Adam's second moments, ~1e−10, read 0 at a sheet's decimals; write Adam's "
+            ".m, .v and .new on a sheet of your own and `check` them)",
+            "adam",
+        )
     request = o.request(ctx, depth, example=name)
     if stages[-1] == "step":
         calc = Backward(request, p["optimizer"] or "sgd", p["lr"], 1, where="--stage step")
