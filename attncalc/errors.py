@@ -5,7 +5,7 @@
 MODELS_EXTRA = "pip install '.[models]' in attncalc's clone"
 
 
-class InputError(Exception):
+class InputError(ValueError):
     """Bad input: names where (a file, a JSON path, an option), what was expected, what was found."""
 
     def __init__(self, where: str, expected: str, found: str | None = None):
@@ -16,5 +16,9 @@ class InputError(Exception):
 
 def describe(value) -> str:
     """A short, readable description of a bad value for error messages."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return shortened(repr(value))
+
+
+def shortened(text: str, most: int = 40) -> str:
+    """Text as written, cut to `most` characters (a 5,000-digit number is not echoed whole)."""
+    return text if len(text) <= most else text[: most - 3] + "..."

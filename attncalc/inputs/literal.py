@@ -11,6 +11,7 @@ import numpy as np
 
 from attncalc.core.fixture import to_array
 from attncalc.errors import InputError, describe
+from attncalc.inputs.files import json_int
 from attncalc.texts import t
 
 NEG_INF = {"-inf", "−inf", "-∞", "−∞", "-infinity"}  # a blocked score, as people write it
@@ -24,7 +25,7 @@ def parse_matrix(text: str, option: str, allow_neg_inf: bool = False) -> np.ndar
         raise InputError(option, 'a matrix such as "1 0; 0 1"', "an empty string")
     if text.startswith("["):
         try:
-            value = json.loads(text, parse_constant=_reject_constant)
+            value = json.loads(text, parse_constant=_reject_constant, parse_int=json_int)
         except json.JSONDecodeError as e:
             try:  # a Python list: [[1, 2,], [3, 4]]
                 value = ast.literal_eval(text)

@@ -25,6 +25,7 @@ from attncalc.core.fixture import PATH_PART, Fixture
 from attncalc.core.graph import STAGES, Graph
 from attncalc.errors import InputError, describe
 from attncalc.inputs.changes import changed_by_sets
+from attncalc.inputs.files import json_int
 from attncalc.inputs.literal import parse_matrix
 from attncalc.inputs.reading import read_input
 from attncalc.texts import t
@@ -102,7 +103,7 @@ def set_field(raw: dict, assignment: str) -> None:
     if unknown:  # a misspelt key would otherwise be added beside the real one and change nothing
         raise InputError(f"--set {key}", "a fixture field (docs/fixture.md)", f"{unknown!r}{suggest(key.strip())}")
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_int=json_int)
     except json.JSONDecodeError:
         value = text
     cur = raw

@@ -5,6 +5,7 @@ rows) is "not attempted": its value is NaN and `Sheet.blank` marks it."""
 
 from __future__ import annotations
 
+import decimal
 import io
 import json
 import math
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attncalc.errors import InputError, describe
+from attncalc.errors import InputError, describe, shortened
 from attncalc.inputs.literal import NEG_INF
 from attncalc.learn.tolerance import decimals
 
@@ -64,9 +65,21 @@ def number_of(text: str) -> float | None:
     if t.endswith("%") and NUMBER.fullmatch(t[:-1]):
         return float(t[:-1]) / 100
     m = _FRACTION.fullmatch(t)
-    if m and int(m.group(2)):
-        return int(m.group(1)) / int(m.group(2))
+    if m and m.group(2).strip("0"):
+        return _ratio(m.group(1), m.group(2))
     return None
+
+
+def _ratio(top: str, bottom: str) -> float:
+    """`top/bottom` correctly rounded (Python's int division); integers past float range (`10^400/3`) or
+    past Python's 4,300-digit limit on reading one come out as the decimal quotient's float: ±inf when
+    the quotient is (a cell that is then refused as not finite), never an exception."""
+    try:
+        return int(top) / int(bottom)
+    except (OverflowError, ValueError):
+        with decimal.localcontext() as ctx:
+            ctx.prec, ctx.Emax, ctx.Emin, ctx.traps[decimal.Overflow] = 40, decimal.MAX_EMAX, decimal.MIN_EMIN, False
+            return float(decimal.Decimal(top) / decimal.Decimal(bottom))
 
 
 def is_token(cell: str) -> bool:
@@ -90,12 +103,12 @@ def _cell(v, where: str):
         if x is None:
             raise InputError(where, 'a number (0.43, 33.3%, 1/3, or "-inf" for a blocked cell)', describe(v))
         if math.isnan(x) or x == math.inf:  # 1e999
-            raise InputError(where, "a finite number", v.strip())
+            raise InputError(where, "a finite number", shortened(v.strip()))
         return x, v.strip()
     if isinstance(v, float) and not isinstance(v, bool):
         text = getattr(v, "text", repr(v))
         if not math.isfinite(v):
-            raise InputError(where, "a finite number", text)
+            raise InputError(where, "a finite number", shortened(text))
         return float(v), text
     raise InputError(where, 'a number (or "-inf" for a blocked cell)', describe(v))
 
@@ -308,6 +321,8 @@ def _parse_text(text: str, source: str) -> dict[str, Sheet]:
             heads = found.setdefault(name, {})
             if corner and lines == [] and heads.get(head) is lines:  # the title had no head: this is its head
                 del heads[head]
+            if head_text and len(head_text) > 6:  # a head past any model's (and past int()'s 4,300 digits)
+                raise InputError(f"{source} line {lineno}", "a head number such as A[1] =", shortened(head_text))
             head = int(head_text or 0)
             if head_text:
                 explicit.add(name)

@@ -230,6 +230,13 @@ def _mistake(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
     return said[0] if said else None
 
 
+def _reported(half: np.ndarray) -> np.ndarray:
+    """Tolerances as a report gives them: rounded at 12 decimals, no float noise (0.0124999…); a huge one (a cell
+    written as 1e308 is judged at 10³⁰⁰) as it is, where rounding would overflow."""
+    half = np.asarray(half, float)
+    return np.where(half < 1e15, np.round(np.minimum(half, 1e15), 12), half)
+
+
 def _symmetric(graph: Graph, names) -> bool:
     """Whether a Scores tensor feeding (or being) one of `names` is symmetric: then K·Qᵀ = Q·Kᵀ."""
     for n in graph.upstream(names):
@@ -350,7 +357,7 @@ def check(
                     "verdict": str(verdicts[idx]),
                     "yours": jsonable(y[idx]),
                     "written": str(sheet.text[idx]),
-                    "tolerance": round(float(half[idx]), 12),
+                    "tolerance": float(_reported(half[idx])),
                     "accepted": ok_values,
                     "correct": jsonable(truth[at]),
                     "from_yours": jsonable(step[at]) if fed else None,
@@ -370,7 +377,7 @@ def check(
             "verdicts": verdicts.tolist(),
             "yours": blanks.yours(y, blank),
             "written": sheet.text.tolist(),
-            "tolerance": np.round(half, 12).tolist(),  # no float noise (0.0124999…) in a report
+            "tolerance": _reported(half).tolist(),
             "correct": jsonable(truth[sel]),
             "from_yours": jsonable(step[sel]) if fed else None,
             "mistake": named,

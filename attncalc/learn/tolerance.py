@@ -42,7 +42,15 @@ def decimals(text: str) -> tuple[int, bool]:
         return 0, False
     frac = m.group(1) if m.group(1) is not None else (m.group(2) or "")
     whole = m.group(1) is None and m.group(2) is None and m.group(3) is None
-    return len(frac) - int(m.group(3) or 0), whole
+    return len(frac) - _exponent(m.group(3) or "0"), whole
+
+
+def _exponent(text: str) -> int:
+    """An exponent as written, held to ±10⁶ (`1e-` and 5,000 digits is past every float's decimals, and past
+    Python's limit on reading an integer)."""
+    digits = text.lstrip("+-").lstrip("0")
+    value = int(digits[:7] or 0) if len(digits) <= 7 else 10**7
+    return -min(value, 10**6) if text.startswith("-") else min(value, 10**6)
 
 
 def cell_decimals(own: np.ndarray, whole: np.ndarray, truth: np.ndarray, screen: int) -> np.ndarray:

@@ -60,7 +60,7 @@ def _header(f, size: int, path: str) -> tuple[dict, int]:
         raise InputError(path, f"a safetensors header of {n:,} bytes after its length", f"a file of {size:,} bytes")
     raw = f.read(n)
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = json.loads(raw.decode("utf-8"), parse_int=files.json_int)
     except UnicodeDecodeError as e:
         raise InputError(
             path, "a UTF-8 safetensors header", f"byte 0x{raw[e.start]:02x} at offset {8 + e.start}"
