@@ -164,6 +164,11 @@ class Tensor(np.ndarray):
 
         if self.node is None:
             raise InputError("heatmap", "a tensor of the calculation (calc[name])", "an array without labels")
+        head, precision = arguments.check("head", head), arguments.check("precision", precision)
+        heads = self.shape[0] if self.ndim == 3 else 1  # a tensor without heads is its one view
+        if head is not None and head >= heads:
+            what = f"a head from 0 to {heads - 1}" if self.ndim == 3 else f"None or 0 ({self.name} has no heads)"
+            raise InputError("head", what, str(head))
         return heatmap(self.name, self.node, np.asarray(self), precision, head)
 
 
@@ -322,6 +327,7 @@ class Calculation:
         from attncalc.learn.check import check
 
         tol, precision = arguments.check("tol", tol), arguments.check("precision", precision)
+        hint = arguments.check("hint", hint)
         sheets = read_worksheet(worksheet, self.fits)
         graph, prefix = self._graph_for(sheets)
         head = self.session.options.get("head")
@@ -446,6 +452,9 @@ class Calculation:
 
         if lang is not None and lang not in texts.LANGS:
             raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
+        quiz, precision = arguments.check("quiz", quiz), arguments.check("precision", precision)
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise InputError("path", "a file path (str or os.PathLike) or None", arguments.found(path))
         lo, hi = stage_range(start, end)
         if self.stage not in STAGES[-2:]:  # a calculation up to a stage walks up to it (decoder, backward: all)
             hi = min(hi, STAGES.index(self.stage))
@@ -485,7 +494,7 @@ class Backward(Calculation):
 def _as_written(value) -> str:
     """A dict worksheet as JSON text, a number given as a string ("4.30") written as that number so its
     decimals (and so its tolerance) are the ones typed; a Python float has only its shortest form (4.3)."""
-    from attncalc.inputs.worksheet import NUMBER
+    from attncalc.inputs.cells import NUMBER
 
     if isinstance(value, dict):
         return "{" + ", ".join(f"{json.dumps(str(k))}: {_as_written(v)}" for k, v in value.items()) + "}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from dataclasses import dataclass
 
 from attncalc.core.exercise import KINDS as EXERCISE_KINDS
@@ -22,6 +23,8 @@ from attncalc.core.names import MASK_KINDS, OPTIMIZERS
 from attncalc.errors import InputError
 from attncalc.render.formats import one_of
 
+INTEGER = re.compile(r"[+-]?[0-9]+")
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
 NAMES = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -81,6 +84,8 @@ RULES = {
     "precision": Rule(int, lo=0, hi=12),
     "tol": Rule(float, lo=0, hi=1e15),  # beyond it float64 holds no decimals to compare (and rounds to ∞)
     "only": Rule(str, nonempty=True, what=ONLY),
+    "quiz": Rule(bool),
+    "hint": Rule(bool),
     "export": Rule(str, nonempty=True, what="a file name ending in .html or .svg"),
     "lang": Rule(str, choices=None),  # filled from texts.LANGS when checked (texts is imported lazily)
     # generation
@@ -145,9 +150,10 @@ def check_document_options(options: dict, source: str) -> None:
             _check(rule(name), f"{source}: options.{name}", value)
 
 
-def parse(name: str, text, *, cli: bool = True):
-    """The value of an option given as text (`--heads 2`, `--kv-cache true`), checked by the same rule."""
-    return _parse(rule(name), option(name) if cli else name, text)
+def parse(name: str, text, *, cli: bool = True, where: str | None = None):
+    """The value of an option given as text (`--heads 2`, `--kv-cache true`), checked by the same rule;
+    `where` names it otherwise (a worksheet header's `--precision`)."""
+    return _parse(rule(name), where or (option(name) if cli else name), text)
 
 
 def coerce(kind: type, text, where: str, lo=None, hi=None):
@@ -195,6 +201,8 @@ def _parse(r: Rule, where: str, text):
             if words not in TRUE + FALSE:
                 raise ValueError
             value = words in TRUE
+        elif not (INTEGER if r.kind is int else DECIMAL).fullmatch(text.strip()):
+            raise ValueError  # ASCII digits as written everywhere: not `７`, `1_0` nor `١٢`, which int() takes
         else:
             value = r.kind(text)
     except (TypeError, ValueError, OverflowError):
@@ -288,8 +296,13 @@ def exercise(values: dict, name_of=option) -> Spec:
 def exercise_spec(value, where: str = "--exercise") -> Spec:
     """The exercise a `--exercise` value names: a seed (`7`, or the int 7 in Python) or a seed and options
     (`7:tokens=4,heads=2`, the form `Spec.text()` writes)."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise InputError(where, "a seed or SEED:key=value,… such as 7:tokens=4,heads=2", found(value))
+    if not isinstance(value, str):  # a seed: an int, or a NumPy integer (as every keyword takes them)
+        if type(value).__name__ in ("bool", "bool_"):
+            raise InputError(where, "a seed or SEED:key=value,… such as 7:tokens=4,heads=2", found(value))
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise InputError(where, "a seed or SEED:key=value,… such as 7:tokens=4,heads=2", found(value)) from None
     seed, _, rest = str(value).strip().partition(":")
     values = {"seed": seed.strip()}
     for item in rest.split(",") if rest.strip() else []:

@@ -14,6 +14,21 @@ class InputError(ValueError):
         super().__init__(msg)
 
 
+class Unwritten(OSError):
+    """A file named for the output could not be written to the end (a full disk, a quota, an I/O error): exit 74
+    as for standard output (docs/exit-codes.md), not 2: nothing is wrong with what the person asked."""
+
+
+def not_written(e: OSError, path, where: str, expected: str) -> Exception:
+    """What a failed write of `path` raises: Unwritten when the disk failed it, else InputError naming the
+    option or keyword (`where`) that named a path that cannot be written (a directory, no permission)."""
+    import errno
+
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+        return Unwritten(e.errno, e.strerror, str(path))
+    return InputError(where, expected, f"{path} ({e.strerror or e})")
+
+
 def describe(value) -> str:
     """A short, readable description of a bad value for error messages."""
     return shortened(repr(value))

@@ -61,7 +61,7 @@ def worksheet(
 ):
     def run():
         from attncalc.api import Calculation, layer_prefix
-        from attncalc.errors import InputError
+        from attncalc.errors import InputError, not_written
         from attncalc.inputs.examples import DEFAULT_EXAMPLE
         from attncalc.learn.worksheet import build, header_line, stage_span
         from attncalc.render import worksheet as draw
@@ -119,7 +119,7 @@ def worksheet(
             with open(output, "w", encoding="utf-8") as f:
                 f.write(out)
         except OSError as e:
-            raise InputError("--output", "a file that can be written", e.strerror or str(e)) from None
+            raise not_written(e, output, "--output", "a file that can be written") from None
 
     o.guarded(run, debug)
 

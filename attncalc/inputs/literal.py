@@ -109,6 +109,8 @@ def _part(text: str, quoted: bool, option: str):
     text = text.strip()
     if text.startswith("#"):
         try:
+            if not (text[1:].isascii() and text[1:].isdigit()) or len(text) > 19:
+                raise ValueError
             return int(text[1:])
         except ValueError:
             raise InputError(option, "#N for index N (a token starting with # goes in quotes)", repr(text)) from None
@@ -152,6 +154,8 @@ def _axis_index(p, labels: list, size: int, axis: int, option: str) -> int:
     k = p if isinstance(p, int) else None
     if k is None:
         try:
+            if not (p.isascii() and p.isdigit()) or len(p) > 18:  # `1_0`, `１` and `²` are no index
+                raise ValueError
             k = int(p)
         except ValueError:
             if p in labels:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attncalc.core.ops import Softmax
+from attncalc.inputs.cells import number_of
 
 MAX_HORIZON = 6  # steps a learner may have worked by hand before this one
 SLACK = 1e-9  # float noise, relative to max(1, |value|)
@@ -279,8 +280,6 @@ def judge(answer: str, value: float, graph=None, name: str | None = None, idx: t
     """A quiz's verdict on one typed answer: (right?, the numbers right at its decimals), None when it is
     not a number. With `graph`, the cell `name`[idx] is judged on the rounding paths from the true
     inputs, as `check` judges a worksheet; without, against `value` alone."""
-    from attncalc.inputs.worksheet import number_of
-
     y = number_of(answer)
     if y is None:
         return None

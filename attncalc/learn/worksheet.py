@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attncalc import arguments
 from attncalc.core.graph import Graph
 from attncalc.core.names import STAGES
 from attncalc.errors import InputError
@@ -44,7 +45,7 @@ MODEL_OPTIONS = {
 }
 SOURCES = ("example", "fixture", "exercise", "model")  # one of them says where the numbers come from
 LAYOUT_OPTIONS = ("--stage", "--from", "--to", "--decimals")  # how the sheet was laid out: check ignores them
-NUMBERS = {"layer": int, "head": int, "heads": int, "kv_heads": int, "precision": int, "scale": float}
+NUMBERS = ("layer", "head", "heads", "kv_heads", "precision", "scale")  # read by their rules in arguments.py
 
 
 @dataclass
@@ -119,10 +120,8 @@ def header_options(text: str, where: str) -> dict | None:
             if field_name == "sets":
                 out.setdefault("sets", []).append(value)
                 continue
-            try:
-                out[field_name] = NUMBERS.get(field_name, str)(value)
-            except ValueError:
-                raise InputError(f"{where}: header {flag}", "a number", repr(value)) from None
+            at = f"{where}: header {flag}"
+            out[field_name] = arguments.parse(field_name, value, where=at) if field_name in NUMBERS else value
         return out
     return None
 

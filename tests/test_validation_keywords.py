@@ -1,0 +1,80 @@
+"""The API's newer calls by the same rules as the options (issue 36, after test_validation.py): walk_page,
+heatmap, Picture.save, check's hint and exercise_words check every keyword in attncalc/arguments.py and raise
+InputError — a ValueError, so `except ValueError` catches it —, and a number is ASCII digits everywhere."""
+
+import numpy as np
+import pytest
+from test_validation import api_error, assert_bad
+
+import attncalc
+
+
+@pytest.fixture(scope="module")
+def calc():
+    return attncalc.load(example="woaini")
+
+
+RIGHT_A = [[0.33, 0.41, 0.26], [0.42, 0.21, 0.36], [0.32, 0.43, 0.25]]
+
+BAD_CALLS = {  # what the call is → (the call, the keyword named, the expected words, the found)
+    "walk_page(5)": (lambda c: c.walk_page(5), "path", "a file path", "5"),
+    "walk_page(precision='3')": (lambda c: c.walk_page(precision="3"), "precision", "from 0 to 12", "'3'"),
+    "walk_page(precision=-1)": (lambda c: c.walk_page(precision=-1), "precision", "from 0 to 12", "-1"),
+    "walk_page(precision=99)": (lambda c: c.walk_page(precision=99), "precision", "from 0 to 12", "99"),
+    "walk_page(quiz='yes')": (lambda c: c.walk_page(quiz="yes"), "quiz", "true or false", "'yes'"),
+    "heatmap(head=1.5)": (lambda c: c["A"].heatmap(head=1.5), "head", "an integer", "1.5"),
+    "heatmap(head='1')": (lambda c: c["A"].heatmap(head="1"), "head", "an integer", "'1'"),
+    "heatmap(head=1) of 2-D": (lambda c: c["A"].heatmap(head=1), "head", "None or 0 (A has no heads)", "1"),
+    "heatmap(precision=-5)": (lambda c: c["A"].heatmap(precision=-5), "precision", "from 0 to 12", "-5"),
+    "heatmap(precision=10**6)": (lambda c: c["A"].heatmap(precision=10**6), "precision", "from 0 to 12", "1000000"),
+    "check(hint='yes')": (lambda c: c.check({"A": RIGHT_A}, hint="yes"), "hint", "true or false", "'yes'"),
+    "exercise_words(True)": (lambda c: attncalc.exercise_words(True), "exercise", "a seed", "True"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(BAD_CALLS))
+def test_every_keyword_is_checked_by_its_rule(calc, call):
+    """Issue 36: each of these was a TypeError/ValueError traceback, a 9 MB SVG or a silently ignored value."""
+    fn, where, expected, found = BAD_CALLS[call]
+    e = api_error(lambda: fn(calc))
+    assert (e.where, e.found) == (where, found) and expected in e.expected, str(e)
+    assert isinstance(e, ValueError)
+
+
+def test_numpy_numbers_and_a_head_a_tensor_has_still_work(calc):
+    multihead = attncalc.load(example="multihead")
+    assert multihead["A"].heatmap(head=np.int64(1)).title.endswith("head 1")
+    assert "<svg" in calc["A"].heatmap(head=0, precision=np.int32(2)).svg  # a tensor without heads is its one view
+    assert attncalc.exercise_words(np.int64(7)) == attncalc.exercise_words(7) == ["--exercise", "7"]
+    assert calc.check({"A": RIGHT_A}, hint=np.bool_(True)).report["hint"] is None
+
+
+def test_a_picture_saved_over_a_folder_is_refused(calc, tmp_path):
+    e = api_error(lambda: calc["A"].heatmap().save(tmp_path))
+    assert e.where == "path" and "Is a directory" in e.found
+
+
+@pytest.mark.parametrize(
+    "args,named",
+    [
+        (["qkv", "--exercise", "７:tokens=4"], ["--exercise seed", "'７'"]),
+        (["qkv", "--exercise", "7:tokens=４"], ["--exercise tokens", "'４'"]),
+        (["qkv", "--example", "woaini", "--precision", "1_0"], ["--precision", "'1_0'"]),
+        (["qkv", "--example", "woaini", "--heads", "²"], ["--heads", "'²'"]),
+        (["softmax", "--example", "woaini", "--cell", "1_0,0"], ["--cell", "'1_0'"]),
+        (["softmax", "--example", "woaini", "--cell", "#1_0,0"], ["--cell", "'#1_0'"]),
+    ],
+)
+def test_numbers_are_ascii_digits_everywhere(cli, args, named):
+    """Issue 36: `--exercise '７:tokens=４'` and `--precision 1_0` were read as 7, 4 and 10 by int(), and
+    `--cell 1_0,0` as row 10, where a number is written in ASCII digits."""
+    assert_bad(cli(*args), *named)
+
+
+def test_a_worksheet_headers_numbers_follow_the_same_rule(cli, tmp_path):
+    key = cli("worksheet", "--example", "woaini", "--answers").stdout
+    head = "# attncalc worksheet --example woaini"
+    (tmp_path / "s.txt").write_text(key.replace(head, head + " --precision 1_0", 1), encoding="utf-8")
+    assert_bad(cli("check", tmp_path / "s.txt"), "s.txt: header --precision", "from 0 to 12", "'1_0'")
+    (tmp_path / "s.txt").write_text(key.replace(head, head + " --precision 2", 1), encoding="utf-8")
+    assert cli("check", tmp_path / "s.txt").exit_code == 0
