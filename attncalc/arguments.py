@@ -20,7 +20,7 @@ from attncalc.core.exercise import OPTIONS as EXERCISE_OPTIONS
 from attncalc.core.exercise import POSITIONS as EXERCISE_POSITIONS
 from attncalc.core.exercise import Spec
 from attncalc.core.names import MASK_KINDS, OPTIMIZERS
-from attncalc.errors import InputError
+from attncalc.errors import InputError, plain
 from attncalc.render.formats import one_of
 
 INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -129,6 +129,7 @@ def names(text: str | None, where: str = "--only") -> list[str] | None:
 
 
 def found(value) -> str:
+    value = plain(value)
     if isinstance(value, (str, bool)) or value is None:
         return repr(value)
     if isinstance(value, (int, float)):
@@ -231,6 +232,19 @@ def check_stage_options(stage: str | None, given: dict, *, cli: bool = False) ->
         if given.get(name) is not None:
             where = option(name) if cli else name
             raise InputError(where, f"a stage command from qkv to attend ({why.format(stage=stage)})", stage)
+
+
+def check_whole_model_options(request, raw) -> None:
+    """backward from a decoder's loss runs every layer as the fixture says, as the decoder stage does: --heads,
+    --kv-heads, --kind and --block change one attention block, set where no layer reads them (woaini's
+    `--heads 2` ended as `decoder.layers[0].self_attention.kv_heads: …found 2`, an option never given)."""
+    whole = isinstance(raw, dict) and "decoder" in raw and (request.layer is None or "encoder" not in raw)
+    if request.stage != "backward" or not whole:
+        return
+    for name in STAGE_BLOCK_WHY:
+        if getattr(request, name) is not None:
+            why = "backward from the loss runs every layer as the fixture says, as decoder does"
+            raise InputError(option(name), f"a stage command from qkv to attend ({why})", "backward")
 
 
 def check_fields(request) -> None:

@@ -26,12 +26,20 @@ def not_written(e: OSError, path, where: str, expected: str) -> Exception:
 
     if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
         return Unwritten(e.errno, e.strerror, str(path))
-    return InputError(where, expected, f"{path} ({e.strerror or e})")
+    return InputError(where, expected, e.strerror or str(e))
 
 
 def describe(value) -> str:
-    """A short, readable description of a bad value for error messages."""
-    return shortened(repr(value))
+    """A short, readable description of a bad value for error messages (a NumPy number as the plain number it
+    is: `inf`, not `np.float32(inf)`)."""
+    return shortened(repr(plain(value)))
+
+
+def plain(value):
+    """A NumPy scalar as the Python number (or bool) it holds; anything else as it is."""
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and hasattr(value, "item"):
+        return value.item()
+    return value
 
 
 def shortened(text: str, most: int = 40) -> str:

@@ -3,6 +3,7 @@ special token id or an output head that the files do not hold is refused naming 
 config's number or the weights' silently; an untied GPT-2 head is used as transformers uses it."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ gguf = pytest.importorskip("gguf")
 
 import crafted  # noqa: E402
 from test_crafted_checkpoints import header_and_data, refused  # noqa: E402
+from test_gemma3 import tiny  # noqa: E402, F401 (the tiny Gemma 3 fixture)
 
 C = crafted.CONFIG
 
@@ -64,30 +66,16 @@ def test_qwen2_without_its_three_biases_is_refused(tmp_path, cli):
     refused(cli("qkv", "--model", folder, "--ids", "1 2"), "q_proj.bias", "all three")
 
 
-def test_gemma3_widths_the_weights_contradict_are_refused(tmp_path, cli):
+def test_gemma3_widths_the_weights_contradict_are_refused(tiny, tmp_path, cli):  # noqa: F811 (the fixture)
     """Gemma 3's head_dim (llama.cpp's attention.key_length) set the score scale 1/√head_dim without a look at
     the query projection, and intermediate_size (feed_forward_length) was never read."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    config = transformers.Gemma3TextConfig(
-        vocab_size=20,
-        hidden_size=8,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        max_position_embeddings=64,
-        attn_implementation="eager",
-    )
     folder = tmp_path / "g"
-    transformers.Gemma3ForCausalLM(config).save_pretrained(folder)
+    shutil.copytree(tiny[0], folder)
     saved = json.loads((folder / "config.json").read_text())
     for change, words in (
-        ({"head_dim": 8}, ["config.json: head_dim", "16 (the rows of model.layers.0.self_attn.q_proj", "found 8"]),
-        ({"intermediate_size": 7}, ["config.json: intermediate_size", "64", "found 7"]),
-        ({"num_hidden_layers": 1}, ["config.json: num_hidden_layers", "the 2 layers", "found 1"]),
+        ({"head_dim": 8}, ["config.json: head_dim", "4 (the rows of model.layers.0.self_attn.q_proj", "found 8"]),
+        ({"intermediate_size": 7}, ["config.json: intermediate_size", "12", "found 7"]),
+        ({"num_hidden_layers": 2}, ["config.json: num_hidden_layers", "the 3 layers", "found 2"]),
     ):
         (folder / "config.json").write_text(json.dumps(saved | change))
         refused(cli("qkv", "--model", str(folder), "--ids", "1 2"), *words)

@@ -246,3 +246,41 @@ def test_a_first_line_mistake_is_named_before_every_cell_is_read(cli, tmp_path, 
     out = cli("check", path, "--example", "woaini")
     assert out.exit_code == 2 and f"{path}: {where}" in out.stderr and found in out.stderr, out.stderr
     assert len(cells) <= 2 * worksheet.EARLY_LINES and kept == []  # not 10^5 or 10^6 cells
+
+
+def test_a_table_of_a_20000_token_fixture_is_refused_before_computing(cli, tmp_path, nothing_computed):
+    """Issue 36: a table shows a corner of each tensor, but computing a 20,000-token softmax took 20 s and
+    3.4 GB; a tensor over LARGEST numbers is refused from the labels, as -f json refuses its document."""
+    from attncalc.render.output import LARGEST
+
+    n = 20_000
+    out = cli("softmax", "--fixture", long_fixture(tmp_path, "woaini", n), "-f", "table")
+    assert out.exit_code == 2 and out.stdout == ""
+    assert out.stderr == (
+        f"attncalc: error: S: expected at most {LARGEST:,} numbers in one tensor (fewer tokens), found at least"
+        f" {n * n:,}, {n * n * 8 / 1e9:.1f} GB\n"
+    )
+
+
+def test_a_table_that_fits_is_drawn_as_before(cli, tmp_path):
+    out = cli("qkv", "--fixture", long_fixture(tmp_path, "woaini", 20_000), "-f", "table")  # [20000×4] tensors
+    assert out.exit_code == 0 and "Q = H·Wq   [20000×4]" in out.stdout
+
+
+def test_a_generation_too_big_to_keep_for_its_tables_is_refused_before_generating(cli, tmp_path, monkeypatch):
+    """Issue 36: a 10,000-token generate kept every step's tensors for its tables (2.4 GB)."""
+    import attncalc.run.decoding
+
+    def refuse(*args, **kw):
+        raise AssertionError("generated before the size was checked")
+
+    monkeypatch.setattr(attncalc.run.decoding, "generate", refuse)
+    fx = load_example("tinyllama")
+    fx.pop("max_positions", None)
+    path = tmp_path / "tinyllama.json"
+    path.write_text(json.dumps(fx, ensure_ascii=False), encoding="utf-8")
+    for fmt in ("table", "markdown"):
+        out = cli("generate", "--fixture", path, "--max-new-tokens", "4000", "-f", fmt)
+        assert out.exit_code == 2 and out.stdout == "", out.stderr
+        assert out.stderr.startswith("attncalc: error: generate: expected at most 100,000,000 numbers kept over")
+        assert "over 4000 new tokens" in out.stderr and out.stderr.count("\n") == 1

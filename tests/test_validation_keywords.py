@@ -78,3 +78,13 @@ def test_a_worksheet_headers_numbers_follow_the_same_rule(cli, tmp_path):
     assert_bad(cli("check", tmp_path / "s.txt"), "s.txt: header --precision", "from 0 to 12", "'1_0'")
     (tmp_path / "s.txt").write_text(key.replace(head, head + " --precision 2", 1), encoding="utf-8")
     assert cli("check", tmp_path / "s.txt").exit_code == 0
+
+
+def test_numpy_numbers_are_said_as_plain_numbers():
+    """Issue 36: messages showed NumPy's reprs (`found np.float32(inf)`)."""
+    from attncalc.errors import describe
+
+    assert describe(np.float32("inf")) == "inf" and describe(np.float64("nan")) == "nan"
+    assert describe(np.int64(7)) == "7" and describe(np.bool_(True)) == "True"
+    e = api_error(lambda: attncalc.load("woaini", scale=np.float32("inf")))
+    assert str(e) == "scale: expected a finite number, found inf"

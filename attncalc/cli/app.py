@@ -129,7 +129,14 @@ def stage_command(stage: str):
             o.quiet_blas_threads(model)
             from attncalc.api import Calculation
             from attncalc.render import latex
-            from attncalc.render.output import drawn_names, emit, may_refuse, refuse_huge_document, resolve_format
+            from attncalc.render.output import (
+                drawn_names,
+                emit,
+                may_refuse,
+                refuse_huge_document,
+                refuse_huge_tables,
+                resolve_format,
+            )
 
             req = o.request(ctx, stage)
             if train_cmd.asked(training):
@@ -141,6 +148,8 @@ def stage_command(stage: str):
             calc = Calculation(req)
             if resolve_format(fmt) == "json":
                 refuse_huge_document(calc.session, names)
+            else:
+                refuse_huge_tables(calc.session, names)
             wanted = None if cell else names  # --only: compute (and hold) only those
             if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":
                 wanted = drawn_names(calc.session)  # a table draws the stage's own tensors: release the rest

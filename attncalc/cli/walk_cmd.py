@@ -203,7 +203,7 @@ def save(con, path: str, pages: list[str] | None) -> None:
         written = export.save_svgs(pages, path)
         sys.stderr.write(f"attncalc: {texts.t('page.svg_wrote', n=len(written), first=written[0], last=written[-1])}\n")
     except OSError as e:
-        raise not_written(e, path, "--export", "a file it can write") from None
+        raise not_written(e, path, path, "a file --export can write") from None
 
 
 KEYS = {

@@ -16,7 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
-from attncalc import texts
+from attncalc import arguments, texts
 from attncalc.arguments import check_document_options
 from attncalc.core.build import Options
 from attncalc.core.build_layers import build, stage_block
@@ -267,6 +267,7 @@ def open_session(req: Request, stand_in: bool = False) -> Session:
     for opt, text in req.inline.items():
         if opt in WEIGHT_OPTIONS:
             req.sets.append(f"{path}.{WEIGHT_OPTIONS[opt]}={json.dumps(parse_matrix(text, '--' + opt).tolist())}")
+    arguments.check_whole_model_options(req, raw)
     req.sets += _head_sets(req, raw, path)
     # what --set changes in a piped document: the fixture before it, to compare (a model's weights are
     # not copied: everything is computed again from them)

@@ -16,6 +16,7 @@ from attncalc.render.formats import resolve as resolve_format  # noqa: F401 (the
 
 WORK_CELLS = 64  # --work is on by default up to this many cells
 HUGE = 5_000_000  # numbers in one JSON document before we ask for --only
+LARGEST = 100_000_000  # numbers in one tensor a table's computation holds (800 MB of float64)
 
 
 def pick_cell(session: Session, values: dict, text: str, default: str):
@@ -132,6 +133,22 @@ def refuse_huge_document(session: Session, only: list[str] | None) -> None:
     total += sum(np.size(v) for n, v in session.passthrough.items())
     if total > HUGE:
         raise too_big(total, "A,O", estimated=True)
+
+
+def refuse_huge_tables(session: Session, only: list[str] | None) -> None:
+    """Before computing a table (or notes): a tensor of the stage over LARGEST numbers is refused now. A table
+    shows a corner of it, but computing it takes the memory whole (20,000 tokens: A alone is 3.2 GB, 20 s)."""
+    g = session.graph
+    for name in only or g.shown(session.stage):
+        if name in g.nodes and (count := numbers_at_least(g, name)) > LARGEST:
+            raise too_large(name, count)
+
+
+def too_large(name: str, count: int, steps: int | None = None) -> InputError:
+    """The refusal of a tensor (or of a generation's kept steps, `steps` new tokens) of `count` numbers."""
+    what = "numbers kept over a run's steps (fewer new tokens)" if steps else "numbers in one tensor (fewer tokens)"
+    over = f" over {steps} new tokens" if steps else ""
+    return InputError(name, f"at most {LARGEST:,} {what}", f"at least {count:,}{over}, {count * 8 / 1e9:,.1f} GB")
 
 
 def document(session: Session, values: dict, only: list[str] | None) -> dict:

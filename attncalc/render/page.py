@@ -269,5 +269,5 @@ def save_page(walk, path: str, quiz: bool = False, where: str = "--html") -> str
         with open(path, "w", encoding="utf-8") as f:
             f.write(page)
     except OSError as e:
-        raise not_written(e, path, where, "a file it can write") from None
+        raise not_written(e, path, path, f"a file {where} can write") from None
     return page

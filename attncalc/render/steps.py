@@ -337,15 +337,20 @@ def generation_numbers(model, settings) -> tuple[int, int]:
     return least + sampled, total + sampled * steps
 
 
-def refuse_huge_generation(model, settings) -> None:
+def refuse_huge_generation(model, settings, json: bool = True) -> None:
     """Before generating: a document of every step's tensors over HUGE numbers is refused now, not after the
-    run ("at least" when the first step's alone, which every run writes, are too many)."""
-    from attncalc.render.output import HUGE, too_big
+    run ("at least" when the first step's alone, which every run writes, are too many); for tables (`json`
+    false), a run whose kept steps hold over LARGEST numbers (a 10,000-token run: 2.4 GB)."""
+    from attncalc.render.output import HUGE, LARGEST, too_big, too_large
     from attncalc.run.decoding import token_limit
 
     if settings.max_new_tokens > token_limit(model)[0]:
         return  # more tokens than the context holds: generate refuses them before its first step
     least, total = generation_numbers(model, settings)
+    if not json:
+        if total > LARGEST:
+            raise too_large("generate", total, steps=settings.max_new_tokens)
+        return
     if least > HUGE:
         raise too_big(least, "logits,probs", estimated=True)
     if total > HUGE:
