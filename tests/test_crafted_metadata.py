@@ -140,3 +140,14 @@ def test_a_0_d_weight_is_refused_when_the_model_opens(tmp_path, cli):
     folder = crafted.folder(tmp_path / "m")
     (tmp_path / "m" / "model.safetensors").write_bytes(crafted.safetensors_bytes(w))
     refused(cli("qkv", "--model", folder, "--ids", "1 2"), "model.safetensors: model.norm.weight", "shape []")
+
+
+def test_a_qwen2_gguf_with_only_attn_k_bias_is_refused(tmp_path, cli):
+    """The same rule for a GGUF (llama.cpp's qwen2 loader requires attn_q.bias, attn_k.bias and attn_v.bias)."""
+    from test_qwen2_gguf import byte_level_bpe, random_state, write_qwen2_gguf
+
+    tokens, merges = byte_level_bpe()
+    state = random_state(len(tokens), True, seed=3)
+    state = {k: v for k, v in state.items() if not k.endswith(("q_proj.bias", "v_proj.bias"))}
+    path = write_qwen2_gguf(tmp_path / "q.gguf", state, tokens, merges)
+    refused(cli("qkv", "--model", path, "--ids", "1 2"), "q.gguf: blk.0.attn_q.bias", "all three", "none")
