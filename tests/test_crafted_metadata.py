@@ -104,13 +104,19 @@ def test_an_untied_gpt2_head_is_used_as_transformers_uses_it(tmp_path, cli):
 def test_a_wrongly_wide_c_attn_is_named_in_its_weights_file(tmp_path, cli):
     """GPT-2's fused c_attn of the wrong width was blamed on config.json; the tensor is in the weights."""
     pytest.importorskip("torch")
+    from safetensors.numpy import load_file, save_file
     from test_checkpoints_gpt2 import saved
 
     _, path = saved(tmp_path, seed=7)
+    weights = Path(path, "model.safetensors")
+    state = load_file(weights)
+    name = next(k for k in state if k.endswith("h.1.attn.c_attn.weight"))
+    state[name] = state[name][:, :47].copy()  # 47 columns where Q, K, V of d = 16 take 48
+    save_file(state, weights, metadata={"format": "pt"})
+    refused(cli("qkv", "--model", path, "--ids", "1 2"), f"{weights}: {name}", "48 columns", "found 47")
     config = json.loads(Path(path, "config.json").read_text())
-    Path(path, "config.json").write_text(json.dumps(config | {"n_embd": 8, "n_head": 2}))
-    text = refused(cli("qkv", "--model", path, "--ids", "1 2"))
-    assert "config.json" not in text.split(": expected")[0] and "model.safetensors" in text
+    Path(path, "config.json").write_text(json.dumps(config | {"n_embd": 8}))  # the config wrong: named so
+    refused(cli("qkv", "--model", path, "--ids", "1 2"), "config.json: n_embd", "16 (the columns of the embedding")
 
 
 def crafted_without(path: Path, name: str) -> bytes:

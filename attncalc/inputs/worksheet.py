@@ -144,7 +144,7 @@ def parse_worksheet(text: str, source: str, fits=None) -> dict[str, Sheet]:
         early = _refuse_early(text, source)
         if early and fits is not None:
             fits(early, EARLY_LINES)
-        return _parse_text(text, source, fits)
+        return _parse_text(text, source, fits if len(text) > EARLY_JSON else None)  # a short one is read at once
     if len(text) > EARLY_JSON:
         _refuse_early_json(text, source, fits)
     try:
@@ -168,7 +168,7 @@ def parse_worksheet(text: str, source: str, fits=None) -> dict[str, Sheet]:
 
 
 EARLY_LINES = 256  # a long text sheet's first lines are read alone first
-EARLY_JSON = 1 << 16  # characters: a JSON sheet this long has its first rows checked before the full parse
+EARLY_JSON = 1 << 16  # characters: a sheet this long has its names, shapes (and JSON first rows) checked first
 EARLY_TENSORS = 256  # the tensors checked so (a sheet has tens; 100,000 is no sheet, and the full parse names them)
 
 

@@ -100,6 +100,7 @@ def fixture(fields, tensors) -> dict:
     available = set(tensors.names())
     heads = fields.whole("num_attention_heads")
     d_model = fields.whole("hidden_size")
+    fields.agreeing("hidden_size", tensors.get(names["embedding"]), -1, "the columns of the embedding")
     kv_heads = fields.whole("num_key_value_heads", default=heads)
     head_dim = _widths(fields, tensors, names, heads)
     window = fields.whole("sliding_window", default=None)

@@ -28,6 +28,7 @@ def fixture(fields, tensors) -> dict:
     names = set(tensors.names())
     pre = "transformer." if "transformer.wte.weight" in names else ""
     d, heads = fields.whole("n_embd"), fields.whole("n_head")
+    fields.agreeing("n_embd", tensors.get(pre + "wte.weight"), -1, "the columns of the embedding")
     count = fields.layers(names, pre + "h.{i}.ln_1.weight", "n_layer")
 
     def get(name):

@@ -90,6 +90,7 @@ def fixture(fields, tensors) -> dict:
     heads = fields.whole("num_attention_heads")
     kv_heads = fields.whole("num_key_value_heads", default=heads)
     d_model = fields.whole("hidden_size")
+    fields.agreeing("hidden_size", tensors.get(names["embedding"]), -1, "the columns of the embedding")
 
     def linear(key, i, part="weight", heads_of_rows=None):
         name = names[key].format(i=i, part=part)
