@@ -2,6 +2,8 @@
 heatmap, Picture.save, check's hint and exercise_words check every keyword in attncalc/arguments.py and raise
 InputError — a ValueError, so `except ValueError` catches it —, and a number is ASCII digits everywhere."""
 
+import json
+
 import numpy as np
 import pytest
 from test_validation import api_error, assert_bad
@@ -88,3 +90,26 @@ def test_numpy_numbers_are_said_as_plain_numbers():
     assert describe(np.int64(7)) == "7" and describe(np.bool_(True)) == "True"
     e = api_error(lambda: attncalc.load("woaini", scale=np.float32("inf")))
     assert str(e) == "scale: expected a finite number, found inf"
+
+
+def test_a_bare_number_that_is_also_the_token_there_is_said(cli, tmp_path):
+    """Issue 36: with tokens `0 1 2`, `--cell 0,2` picked index 0 without a word that "0" is a token too; the
+    cell is the same either way, so it is drawn, and a warning says how to write each meaning."""
+    fixture = {
+        "vocab": ["0", "1", "2"],
+        "d_model": 2,
+        "embedding": [[1, 0], [0, 1], [1, 1]],
+        "position": {"type": "none"},
+        "source": ["0", "1", "2"],
+        "attention": {"heads": 1, "Wq": [[1, 0], [0, 1]], "Wk": [[1, 0], [0, 1]], "Wv": [[1, 0], [0, 1]]},
+    }
+    path = tmp_path / "digits.json"
+    path.write_text(json.dumps(fixture), encoding="utf-8")
+    bare = cli("softmax", "--fixture", path, "--cell", "0,2", "-f", "table")
+    hashed = cli("softmax", "--fixture", path, "--cell", "#0,#2", "-f", "table")
+    assert bare.exit_code == hashed.exit_code == 0 and bare.stdout == hashed.stdout and hashed.stderr == ""
+    assert bare.stderr.splitlines() == [
+        f'attncalc: warning: --cell {k}: index {k} is also the token "{k}" there (the same cell either way); '
+        f'#{k} names the index, "{k}" in quotes the token'
+        for k in (0, 2)
+    ]

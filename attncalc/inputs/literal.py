@@ -145,6 +145,18 @@ def cell_index(parts: list, rows, cols, shape: tuple, option="--cell", text=None
     )
 
 
+def both_ways(text: str, rows, cols, shape: tuple, option="--cell") -> list[str]:
+    """The bare numbers of a --cell that are also the token at that index (tokens `0 1 2`, `--cell 0,0`): the
+    same cell either way, but worth saying, since the person may have meant either."""
+    parts = cell_parts(text, option)
+    axes_labels = [None] * (len(shape) - 2) + [rows, cols] if len(shape) >= 2 else [cols or rows]
+    return [
+        p
+        for p, labels in zip(parts, axes_labels)
+        if type(p) is str and p.isascii() and p.isdigit() and labels and p in labels and labels.index(p) == int(p)
+    ]
+
+
 def _axis_index(p, labels: list, size: int, axis: int, option: str) -> int:
     if isinstance(p, Token):
         if p not in labels:

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attncalc import texts
 from attncalc.core.ops import Identity, Scores
 from attncalc.errors import InputError
 from attncalc.inputs.document import dumps, jsonable, make_document
-from attncalc.inputs.literal import cell_label, parse_cell
+from attncalc.inputs.literal import both_ways, cell_label, parse_cell
 from attncalc.inputs.session import MAIN, Session
 from attncalc.render.formats import resolve as resolve_format  # noqa: F401 (the commands' name for it)
 
@@ -34,7 +35,10 @@ def pick_cell(session: Session, values: dict, text: str, default: str):
         if where.strip() not in ("", "0"):
             raise InputError("--cell", f"{name} alone ({name} is a single number)", repr(text))
         return name, ()
-    return name, parse_cell(where, node.rows, node.cols, np.shape(values[name]))
+    index = parse_cell(where, node.rows, node.cols, np.shape(values[name]))
+    for part in both_ways(where, node.rows, node.cols, np.shape(values[name])):
+        sys.stderr.write(f"attncalc: warning: {texts.t('cell.both', part=part)}\n")
+    return name, index
 
 
 def stage_names(session: Session, values: dict, only: list[str] | None) -> list[str]:

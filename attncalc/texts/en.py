@@ -597,4 +597,7 @@ TEXTS = {
     "note.qk_norm_cell": "column {c} of head {head}: mean(x²) is taken over this head's columns only",
     "note.blocked_window": "key {k} is {back} positions before query {q}: outside the sliding window of {window} keys",
     "note.visible_window": "{kind}, sliding window of {window} keys: query {q} may look at key {k} ({back} back)",
+    # ---- hostile (issue 36) ----
+    "cell.both": '--cell {part}: index {part} is also the token "{part}" there (the same cell either way); '
+    '#{part} names the index, "{part}" in quotes the token',
 }

@@ -597,4 +597,7 @@ TEXTS = {
     "note.qk_norm_cell": "第 {head} 个头的第 {c} 列：mean(x²) 只在这个头的列上计算",
     "note.blocked_window": "键 {k} 在查询 {q} 之前 {back} 个位置：在 {window} 个键的滑动窗口之外",
     "note.visible_window": "{kind}，{window} 个键的滑动窗口：查询 {q} 可以关注键 {k}（往前 {back} 个）",
+    # ---- hostile (issue 36) ----
+    "cell.both": '--cell {part}：下标 {part} 恰好也是那里的词元 "{part}"（两种读法是同一个格子）；'
+    '#{part} 表示下标，加引号的 "{part}" 表示词元',
 }
