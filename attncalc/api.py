@@ -164,6 +164,11 @@ class Tensor(np.ndarray):
 
         if self.node is None:
             raise InputError("heatmap", "a tensor of the calculation (calc[name])", "an array without labels")
+        head, precision = arguments.check("head", head), arguments.check("precision", precision)
+        heads = self.shape[0] if self.ndim == 3 else 1  # a tensor without heads is its one view
+        if head is not None and head >= heads:
+            what = f"a head from 0 to {heads - 1}" if self.ndim == 3 else f"None or 0 ({self.name} has no heads)"
+            raise InputError("head", what, str(head))
         return heatmap(self.name, self.node, np.asarray(self), precision, head)
 
 
@@ -336,6 +341,7 @@ class Calculation:
 
         tol, precision = arguments.check("tol", tol), arguments.check("precision", precision)
         optimizer, lr = arguments.check("optimizer", optimizer), arguments.check("lr", lr)
+        hint = arguments.check("hint", hint)
         sheets = read_worksheet(worksheet, self.fits)
         graph, prefix = self._graph_for(sheets, optimizer, lr)
         head = self.session.options.get("head")
@@ -472,6 +478,9 @@ class Calculation:
 
         if lang is not None and lang not in texts.LANGS:
             raise InputError("lang", " or ".join(texts.LANGS), repr(lang))
+        quiz, precision = arguments.check("quiz", quiz), arguments.check("precision", precision)
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise InputError("path", "a file path (str or os.PathLike) or None", arguments.found(path))
         lo, hi = stage_range(start, end)
         if self.stage not in STAGES[-2:]:  # a calculation up to a stage walks up to it (decoder, backward: all)
             hi = min(hi, STAGES.index(self.stage))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from dataclasses import dataclass
 
 from attncalc.core.exercise import KINDS as EXERCISE_KINDS
@@ -19,8 +20,10 @@ from attncalc.core.exercise import POSITIONS as EXERCISE_POSITIONS
 from attncalc.core.exercise_spec import OPTIONS as EXERCISE_OPTIONS
 from attncalc.core.exercise_spec import Spec
 from attncalc.core.names import MASK_KINDS, OPTIMIZERS
-from attncalc.errors import InputError, one_of
+from attncalc.errors import InputError, one_of, plain
 
+INTEGER = re.compile(r"[+-]?[0-9]+")
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
 NAMES = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -80,6 +83,8 @@ RULES = {
     "precision": Rule(int, lo=0, hi=12),
     "tol": Rule(float, lo=0, hi=1e15),  # beyond it float64 holds no decimals to compare (and rounds to ∞)
     "only": Rule(str, nonempty=True, what=ONLY),
+    "quiz": Rule(bool),
+    "hint": Rule(bool),
     "export": Rule(str, nonempty=True, what="a file name ending in .html or .svg"),
     "lang": Rule(str, choices=None),  # filled from texts.LANGS when checked (texts is imported lazily)
     # generation
@@ -123,6 +128,7 @@ def names(text: str | None, where: str = "--only") -> list[str] | None:
 
 
 def found(value) -> str:
+    value = plain(value)
     if isinstance(value, (str, bool)) or value is None:
         return repr(value)
     if isinstance(value, (int, float)):
@@ -144,9 +150,10 @@ def check_document_options(options: dict, source: str) -> None:
             _check(rule(name), f"{source}: options.{name}", value)
 
 
-def parse(name: str, text, *, cli: bool = True):
-    """The value of an option given as text (`--heads 2`, `--kv-cache true`), checked by the same rule."""
-    return _parse(rule(name), option(name) if cli else name, text)
+def parse(name: str, text, *, cli: bool = True, where: str | None = None):
+    """The value of an option given as text (`--heads 2`, `--kv-cache true`), checked by the same rule;
+    `where` names it otherwise (a worksheet header's `--precision`)."""
+    return _parse(rule(name), where or (option(name) if cli else name), text)
 
 
 def coerce(kind: type, text, where: str, lo=None, hi=None):
@@ -194,6 +201,8 @@ def _parse(r: Rule, where: str, text):
             if words not in TRUE + FALSE:
                 raise ValueError
             value = words in TRUE
+        elif not (INTEGER if r.kind is int else DECIMAL).fullmatch(text.strip()):
+            raise ValueError  # ASCII digits as written everywhere: not `７`, `1_0` nor `١٢`, which int() takes
         else:
             value = r.kind(text)
     except (TypeError, ValueError, OverflowError):
@@ -222,6 +231,19 @@ def check_stage_options(stage: str | None, given: dict, *, cli: bool = False) ->
         if given.get(name) is not None:
             where = option(name) if cli else name
             raise InputError(where, f"a stage command from qkv to attend ({why.format(stage=stage)})", stage)
+
+
+def check_whole_model_options(request, raw) -> None:
+    """backward from a decoder's loss runs every layer as the fixture says, as the decoder stage does: --heads,
+    --kv-heads, --kind and --block change one attention block, set where no layer reads them (woaini's
+    `--heads 2` ended as `decoder.layers[0].self_attention.kv_heads: …found 2`, an option never given)."""
+    whole = isinstance(raw, dict) and "decoder" in raw and (request.layer is None or "encoder" not in raw)
+    if request.stage != "backward" or not whole:
+        return
+    for name in STAGE_BLOCK_WHY:
+        if getattr(request, name) is not None:
+            why = "backward from the loss runs every layer as the fixture says, as decoder does"
+            raise InputError(option(name), f"a stage command from qkv to attend ({why})", "backward")
 
 
 def check_fields(request) -> None:
@@ -287,8 +309,13 @@ def exercise(values: dict, name_of=option) -> Spec:
 def exercise_spec(value, where: str = "--exercise") -> Spec:
     """The exercise a `--exercise` value names: a seed (`7`, or the int 7 in Python) or a seed and options
     (`7:tokens=4,heads=2`, the form `Spec.text()` writes)."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise InputError(where, "a seed or SEED:key=value,… such as 7:tokens=4,heads=2", found(value))
+    if not isinstance(value, str):  # a seed: an int, or a NumPy integer (as every keyword takes them)
+        if type(value).__name__ in ("bool", "bool_"):
+            raise InputError(where, "a seed or SEED:key=value,… such as 7:tokens=4,heads=2", found(value))
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise InputError(where, "a seed or SEED:key=value,… such as 7:tokens=4,heads=2", found(value)) from None
     seed, _, rest = str(value).strip().partition(":")
     values = {"seed": seed.strip()}
     for item in rest.split(",") if rest.strip() else []:

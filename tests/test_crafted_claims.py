@@ -125,3 +125,9 @@ def test_the_api_raises_for_a_crafted_gguf(tmp_path):
     path = crafted.gguf_file(tmp_path / "m.gguf", drop=("llama.attention.head_count",))
     with pytest.raises(attncalc.InputError, match=r"m\.gguf: llama\.attention\.head_count"):
         attncalc.load(model=path, ids="1 2")
+
+
+@pytest.mark.parametrize("ids", ["²", "1²", "１", "1" * 5000])
+def test_ids_are_ascii_digits(cli, ids, tmp_path):
+    """Issue 36: `--ids ²` passed str.isdigit and then failed int() (exit 70); ids are ASCII digits."""
+    refused(cli("qkv", "--model", crafted.folder(tmp_path / "m"), "--ids", ids), "--ids", "whole numbers")

@@ -169,3 +169,103 @@ def test_debug_shows_the_traceback():
         [sys.executable, "-m", "attncalc", "softmax", "--scores", "1 x", "--debug"], capture_output=True, text=True
     )
     assert run.returncode != 0 and "Traceback" in run.stderr
+
+
+# ---- issue 36: integers past every bound, where a person's text becomes a number ----
+
+HUGE = "1" * 5001  # past Python's 4,300-digit limit on reading an integer
+
+
+def _answer_key(cli) -> str:
+    key = cli("worksheet", "--example", "woaini", "--answers")
+    assert key.exit_code == 0, key.stderr
+    return key.stdout
+
+
+@pytest.mark.parametrize(
+    "cell,fragments",
+    [
+        ("1" + "0" * 400 + "/3", ["A[0][0]", "a finite number", "1000000000"]),  # 10^400/3: past float range
+        (HUGE + "/3", ["A[0][0]", "a finite number", "1111111111"]),
+        ("1e-" + HUGE, None),  # a number as good as 0: judged, a slip
+        ("1" * 5000, ["A[0][0]", "a finite number", "..."]),  # shown cut, not 5,000 digits
+    ],
+)
+def test_worksheet_integers_past_every_bound(cli, tmp_path, cell, fragments):
+    """Issue 36: a fraction of integers past float range or past Python's digit limit, an exponent of 5,000
+    digits and a head index of 5,000 digits were int() of the text (exit 70). The same cell in a text sheet,
+    a JSON sheet and calc.check is refused alike (or judged), in one short line."""
+    import attncalc
+
+    text = _answer_key(cli).replace("我   0.33", f"我   {cell}", 1)
+    (tmp_path / "s.txt").write_text(text, encoding="utf-8")
+    rows = [[cell, 0.41, 0.26], [0.42, 0.21, 0.36], [0.32, 0.43, 0.25]]
+    (tmp_path / "s.json").write_text(json.dumps({"A": rows}), encoding="utf-8")
+    for result in (cli("check", tmp_path / "s.txt"), cli("check", tmp_path / "s.json", "--example", "woaini")):
+        if fragments is None:
+            assert result.exit_code == 1, result.stderr  # a wrong cell, and no traceback
+            assert json.loads(result.stdout)["tensors"]["A"]["verdicts"][0][0] == "slip"
+        else:
+            assert_bad(result, *fragments)
+            assert len(result.stderr) < 200
+    calc = attncalc.load(example="woaini")
+    if fragments is None:
+        assert calc.check({"A": rows}).report["tensors"]["A"]["verdicts"][0][0] == "slip"
+    else:
+        with pytest.raises(ValueError, match="a finite number"):  # InputError is a ValueError
+            calc.check({"A": rows})
+
+
+def test_worksheet_head_index_past_every_bound(cli, tmp_path):
+    text = _answer_key(cli).replace("\nA =\n", "\nA[" + "9" * 5000 + "] =\n", 1)
+    (tmp_path / "s.txt").write_text(text, encoding="utf-8")
+    assert_bad(cli("check", tmp_path / "s.txt"), "line 89", "a head number", "999999999...")
+
+
+def test_a_cell_near_float_max_is_judged_without_overflow(cli, tmp_path):
+    """Issue 36: a cell of 1e308 ended with NumPy's overflow warning and an error about the report's own
+    field tensors.A.tolerance[0][0] (its tolerance, 10^300 / 2, was rounded at 12 decimals by multiplying)."""
+    text = _answer_key(cli).replace("我   0.33", "我   1e308", 1)
+    (tmp_path / "s.txt").write_text(text, encoding="utf-8")
+    result = cli("check", tmp_path / "s.txt")
+    assert result.exit_code == 1 and result.stderr == "", result.stderr
+    a = json.loads(result.stdout)["tensors"]["A"]
+    assert a["verdicts"][0][0] == "slip" and a["tolerance"][0][0] == 5e299 and a["tolerance"][0][1] == 0.005
+
+
+@pytest.mark.parametrize("where", ["fixture", "--set", "document"])
+def test_json_integers_past_the_digit_limit(cli, tmp_path, where):
+    """Issue 36: a JSON integer of 5,001 digits (a fixture, a --set value, a pipe document) was Python's
+    ValueError from json.loads (exit 70); it is read as a number past float range, and its field says so."""
+    if where == "--set":
+        result = cli("qkv", "--example", "woaini", "--set", f"d_model={HUGE}")
+    else:
+        fx = json.dumps(woaini(), ensure_ascii=False).replace('"d_model": 4', f'"d_model": {HUGE}')
+        text = fx if where == "fixture" else '{"attncalc": 1, "fixture": ' + fx + "}"
+        (tmp_path / "fx.json").write_text(text, encoding="utf-8")
+        result = cli("qkv", "--fixture", tmp_path / "fx.json") if where == "fixture" else cli("qkv", input=text)
+    assert_bad(result, "d_model", "an integer", "inf")
+
+
+@pytest.mark.parametrize(
+    "scaling,field,expected",
+    [
+        ({"type": "dynamic", "factor": 2, "max_position_embeddings": 0}, "max_position_embeddings", ">= 1"),
+        ({"type": "yarn", "factor": "NaN", "original_max_position_embeddings": 8}, "factor", "finite"),
+        ({"type": "yarn", "factor": 2, "original_max_position_embeddings": 0}, "original_max_position", ">= 1"),
+        ({"type": "yarn", "factor": 2, "original_max_position_embeddings": 8, "beta_fast": "NaN"}, "beta_fast", ""),
+        ({"type": "yarn", "factor": 2, "original_max_position_embeddings": 8, "mscale": "NaN"}, "mscale", ""),
+        (
+            {"type": "llama3", "factor": 2, "original_max_position_embeddings": 8, "low_freq_factor": "x"},
+            "low_freq",
+            "",
+        ),
+    ],
+)
+def test_rope_scaling_numbers_are_checked(cli, scaling, field, expected):
+    """Issue 36: RoPE scaling fields other than the factor were used unchecked: a dynamic context of 0 divided
+    by zero, YaRN given NaN took a log of nothing (exit 70). Each is named as the fixture names it."""
+    value = json.dumps(scaling).replace('"NaN"', "NaN")
+    assert_bad(
+        cli("qkv", "--example", "rope", "--set", f"position.scaling={value}"), f"position.scaling.{field}", expected
+    )

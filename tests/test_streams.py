@@ -99,3 +99,38 @@ def test_a_tiny_columns_is_laid_out_at_twenty():
     assert out.returncode == 0 and out.stdout.strip()
     assert max(len(line) for line in out.stdout.splitlines()) <= MIN_WIDTH
     assert "0.333" in out.stdout  # columns are dropped (…), never a number cut
+
+
+@pytest.mark.parametrize(
+    "args,code",
+    [
+        ("qkv --example nope", 2),  # bad input, said by guarded
+        ("qkv --example woaini -p x", 2),  # a usage error, said by the one-line usage error
+        ("check - --example woaini", 1),  # a slip: check's 1, not an error's
+    ],
+)
+def test_a_full_stderr_keeps_the_exit_code(args, code):
+    """Issue 36: with stderr on /dev/full the error line could not be written and Python's own 1 replaced the
+    2 (docs/exit-codes.md: the codes stay these when the messages are lost)."""
+    out = subprocess.run(
+        ["sh", "-c", f"{shlex.quote(sys.executable)} -m attncalc {args} 2>/dev/full"],
+        input=WRONG,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert out.returncode == code, out.stdout[-300:]
+
+
+@pytest.mark.parametrize(
+    "args", [["walk", "--example", "woaini", "--html"], ["worksheet", "--example", "woaini", "-o"]]
+)
+def test_a_full_disk_under_a_named_output_file_is_exit_74(cli, args, tmp_path):
+    """Issue 36: `--html /dev/full` and `worksheet -o /dev/full` were exit 2 (bad input); a full disk is 74 as for
+    standard output. A directory given as the file is still bad input, 2."""
+    full = cli(*args, "/dev/full")
+    assert full.exit_code == 74 and full.stderr == "attncalc: error: /dev/full: No space left on device\n"
+    folder = cli(*args, tmp_path)
+    assert folder.exit_code == 2 and "Is a directory" in folder.stderr

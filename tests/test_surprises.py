@@ -239,3 +239,24 @@ def test_a_misspelt_key_explains_the_error_it_causes(cli, tmp_path):
     result = cli("qkv", "--fixture", path)
     assert_bad(result, "attention.Wq: expected a 4 × any matrix")
     assert "attention.wq" in result.stderr.splitlines()[1] and "did you mean attention.Wq?" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args,named",
+    [
+        (["backward", "--example", "woaini", "--heads", "2"], ["--heads", "every layer as the fixture says"]),
+        (["backward", "--example", "woaini", "--kind", "causal"], ["--kind", "found backward"]),
+        (["generate", "--exercise", "7:kind=causal"], ["--max-new-tokens", "at most 9", "its default 10"]),
+    ],
+)
+def test_errors_name_what_the_user_gave(cli, args, named):
+    """Issue 36: `backward -e woaini --heads 2` was refused as `…kv_heads: expected a divisor of heads = 1,
+    found 2` (an option never given: --heads was set on a block backward from the loss does not run), and
+    `generate --exercise 7:kind=causal` as `--max-new-tokens: … found 10`, the default, as if typed."""
+    out = cli(*args)
+    assert out.exit_code == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "kv_heads" not in out.stderr
+    for word in named:
+        assert word in out.stderr, out.stderr
+    given = cli("generate", "--exercise", "7:kind=causal", "--max-new-tokens", "10")
+    assert given.exit_code == 2 and given.stderr.rstrip().endswith("found 10")

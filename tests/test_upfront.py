@@ -216,3 +216,71 @@ def test_a_models_stand_in_is_built_only_for_a_document_that_may_be_refused(cli,
     only = cli("decoder", "--model", folder, "--ids", "1 2 3", "-f", "json", "--only", "dec_out")
     assert only.exit_code == 0 and len(made) == 1, only.output
     assert json.loads(only.stdout)["tensors"]["dec_out"] == json.loads(whole.stdout)["tensors"]["dec_out"]
+
+
+UNREACHED = {  # issue 36: the mistake is on the first line, and the early checks above did not reach it
+    "one line of 1,000,000 cells": ("Q =\n" + "0.5 " * 1_000_000 + "\n", "Q: expected 3 rows of 4", "1000000"),
+    "100,000 tensor headers": ("".join(f"T{i} =\n1 2\n" for i in range(100_000)), "T0: expected a tensor name", "'T0'"),
+    "100,000 unknown JSON keys": (
+        json.dumps({"Qx": [[1, 2]]} | {f"k{i}": [[1]] for i in range(100_000)}),
+        "Qx: expected a tensor name",
+        "'Qx'",
+    ),
+    "a JSON row of 200,000 numbers": (json.dumps({"Q": [[0.5] * 200_000]}), "Q: expected 3 rows of 4", "200000"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNREACHED))
+def test_a_first_line_mistake_is_named_before_every_cell_is_read(cli, tmp_path, monkeypatch, case):
+    """Issue 36: each of these took 5-10 s (every cell read, kept and checked) before its first line's mistake
+    was named; the tensors' names and shapes (counted, no cell read) are held against the model first."""
+    from attncalc.inputs import worksheet
+
+    text, where, found = UNREACHED[case]
+    cells, kept = [], []
+    real_cell, real_literal = worksheet._cell, worksheet.Literal
+    monkeypatch.setattr(worksheet, "_cell", lambda v, w: cells.append(w) or real_cell(v, w))
+    monkeypatch.setattr(worksheet, "Literal", lambda t: kept.append(t) or real_literal(t))
+    path = tmp_path / "sheet.txt"
+    path.write_text(text, encoding="utf-8")
+    out = cli("check", path, "--example", "woaini")
+    assert out.exit_code == 2 and f"{path}: {where}" in out.stderr and found in out.stderr, out.stderr
+    assert len(cells) <= 2 * worksheet.EARLY_LINES and kept == []  # not 10^5 or 10^6 cells
+
+
+def test_a_table_of_a_20000_token_fixture_is_refused_before_computing(cli, tmp_path, nothing_computed):
+    """Issue 36: a table shows a corner of each tensor, but computing a 20,000-token softmax took 20 s and
+    3.4 GB; a tensor over LARGEST numbers is refused from the labels, as -f json refuses its document."""
+    from attncalc.render.output import LARGEST
+
+    n = 20_000
+    out = cli("softmax", "--fixture", long_fixture(tmp_path, "woaini", n), "-f", "table")
+    assert out.exit_code == 2 and out.stdout == ""
+    assert out.stderr == (
+        f"attncalc: error: S: expected at most {LARGEST:,} numbers in one tensor (fewer tokens), found at least"
+        f" {n * n:,}, {n * n * 8 / 1e9:.1f} GB\n"
+    )
+
+
+def test_a_table_that_fits_is_drawn_as_before(cli, tmp_path):
+    out = cli("qkv", "--fixture", long_fixture(tmp_path, "woaini", 20_000), "-f", "table")  # [20000×4] tensors
+    assert out.exit_code == 0 and "Q = H·Wq   [20000×4]" in out.stdout
+
+
+def test_a_generation_too_big_to_keep_for_its_tables_is_refused_before_generating(cli, tmp_path, monkeypatch):
+    """Issue 36: a 10,000-token generate kept every step's tensors for its tables (2.4 GB)."""
+    import attncalc.run.decoding
+
+    def refuse(*args, **kw):
+        raise AssertionError("generated before the size was checked")
+
+    monkeypatch.setattr(attncalc.run.decoding, "generate", refuse)
+    fx = load_example("tinyllama")
+    fx.pop("max_positions", None)
+    path = tmp_path / "tinyllama.json"
+    path.write_text(json.dumps(fx, ensure_ascii=False), encoding="utf-8")
+    for fmt in ("table", "markdown"):
+        out = cli("generate", "--fixture", path, "--max-new-tokens", "4000", "-f", fmt)
+        assert out.exit_code == 2 and out.stdout == "", out.stderr
+        assert out.stderr.startswith("attncalc: error: generate: expected at most 100,000,000 numbers kept over")
+        assert "over 4000 new tokens" in out.stderr and out.stderr.count("\n") == 1

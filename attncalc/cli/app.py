@@ -147,7 +147,14 @@ def _show_stage(req, stage: str, fmt, precision, work, cell, only, standalone) -
     from attncalc.api import Calculation
     from attncalc.errors import InputError
     from attncalc.render import latex
-    from attncalc.render.output import drawn_names, emit, may_refuse, refuse_huge_document, resolve_format
+    from attncalc.render.output import (
+        drawn_names,
+        emit,
+        may_refuse,
+        refuse_huge_document,
+        refuse_huge_tables,
+        resolve_format,
+    )
     from attncalc.run import brief
 
     names = arguments.names(only)
@@ -156,6 +163,8 @@ def _show_stage(req, stage: str, fmt, precision, work, cell, only, standalone) -
     calc = Calculation(req)
     if resolve_format(fmt) == "json":
         refuse_huge_document(calc.session, names)
+    else:
+        refuse_huge_tables(calc.session, names)
     wanted = None if cell else names  # --only: compute (and hold) only those
     short = stage == "decoder" and req.model and resolve_format(fmt) == "table" and not names and req.head is None
     if wanted is None and not cell and calc.session.strict and resolve_format(fmt) != "json":

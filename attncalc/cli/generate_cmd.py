@@ -145,6 +145,19 @@ class Progress:
             self.bar.stop()
 
 
+def _default_fits(ctx, decoder, settings) -> None:
+    """--max-new-tokens left at its default of 10 on a model whose context holds fewer: said as the default,
+    not as a number the person never typed."""
+    from attncalc.errors import InputError
+    from attncalc.run.decoding import token_limit
+
+    default = ctx.get_parameter_source("max_new_tokens") == typer.core._click.core.ParameterSource.DEFAULT
+    limit, why = token_limit(decoder)
+    if default and settings.max_new_tokens > limit:
+        found = f"its default {settings.max_new_tokens}: give --max-new-tokens {limit} or fewer"
+        raise InputError("--max-new-tokens", f"at most {limit} ({why})", found)
+
+
 def register(app) -> None:
     @app.command("generate", help=HELP)
     def generate(
@@ -201,8 +214,9 @@ def register(app) -> None:
             session, decoder = _model(req)
             text_of = _text_of(session)  # a real model's: its steps in short unless --full or --only
             brief = text_of is not None and not full and names is None and kind in ("table", "json")
-            if kind == "json" and not brief and names is None:
-                refuse_huge_generation(decoder, settings)
+            _default_fits(ctx, decoder, settings)
+            if not brief and names is None:
+                refuse_huge_generation(decoder, settings, json=kind == "json")
             with Progress(settings.max_new_tokens) as progress:
                 result = run_generation(decoder, settings, keep=not brief, on_step=progress.update)
             for message in session.graph.warnings:

@@ -211,10 +211,20 @@ def unwritable(e: OSError) -> str | None:
 
 
 def fail(message: str, code: int = 2) -> None:
-    """One line on stderr, then exit: the way every error leaves."""
+    """One line on stderr, then exit: the way every error leaves (with the documented code even when stderr
+    cannot take the line: `2>/dev/full` must not turn a 2 into Python's 1)."""
     terminal.clear(sys.stderr)
-    sys.stderr.write(terminal.shown(f"attncalc: error: {message}") + "\n")
+    say(terminal.shown(f"attncalc: error: {message}") + "\n")
     raise typer.Exit(code)
+
+
+def say(text: str) -> None:
+    """Write to stderr; a stderr that fails (full, closed) loses the words, never the exit code."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def debugging() -> bool:
@@ -237,7 +247,7 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
 
 def guarded(fn, debug: bool):
     """Run fn; bad input → exit 2 with its message; Ctrl-C → 130; never a traceback unless --debug."""
-    from attncalc.errors import InputError
+    from attncalc.errors import InputError, Unwritten
     from attncalc.terminal import readable_streams
 
     readable_streams()
@@ -268,6 +278,8 @@ def guarded(fn, debug: bool):
         fail("not enough memory for these matrices (pick smaller ones, or --only some tensors)")
     except (typer.Exit, SystemExit):
         raise
+    except Unwritten as e:  # a file named for the output, on a full disk
+        fail(f"{e.filename}: {e.strerror}", 74)
     except Exception as e:  # a bug: still one line, with a way to see more
         if isinstance(e, OSError) and unwritable(e):  # the output could not be written (a full disk): no bug
             fail(unwritable(e), 74)
@@ -342,7 +354,7 @@ class OneLineUsageError(_UsageError):
 
     def show(self, file=None):
         where = self.ctx.command_path if self.ctx is not None else "attncalc"
-        sys.stderr.write(f"attncalc: error: {self.format_message()} (see '{where} --help')\n")
+        say(f"attncalc: error: {self.format_message()} (see '{where} --help')\n")
 
 
 def _one_line(e):

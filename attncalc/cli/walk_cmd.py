@@ -216,7 +216,7 @@ def on_terminal() -> bool:
 def save(con, path: str, pages: list[str] | None) -> None:
     """--export: the page, or (FILE.svg) one picture per screen shown, FILE-01.svg, FILE-02.svg, …"""
     from attncalc import texts
-    from attncalc.errors import InputError
+    from attncalc.errors import not_written
     from attncalc.render import export
 
     try:
@@ -227,7 +227,7 @@ def save(con, path: str, pages: list[str] | None) -> None:
         written = export.save_svgs(pages, path)
         sys.stderr.write(f"attncalc: {texts.t('page.svg_wrote', n=len(written), first=written[0], last=written[-1])}\n")
     except OSError as e:
-        raise InputError(path, "a file --export can write", e.strerror or str(e)) from None
+        raise not_written(e, path, path, "a file --export can write") from None
 
 
 KEYS = {

@@ -136,7 +136,7 @@ def _header(p: dict, calc, name: str) -> str:
 
 def _run(ctx: typer.Context, p: dict) -> None:
     from attncalc.api import layer_prefix
-    from attncalc.errors import InputError
+    from attncalc.errors import not_written
     from attncalc.learn.worksheet import build, stage_span
     from attncalc.render import worksheet as draw
 
@@ -173,7 +173,7 @@ def _run(ctx: typer.Context, p: dict) -> None:
         with open(p["output"], "w", encoding="utf-8") as f:
             f.write(out)
     except OSError as e:
-        raise InputError("--output", "a file that can be written", e.strerror or str(e)) from None
+        raise not_written(e, p["output"], "--output", "a file that can be written") from None
 
 
 def calc_lang() -> str:

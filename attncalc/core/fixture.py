@@ -266,7 +266,7 @@ class Fixture:
         for k, t in enumerate(value):
             if t not in known:
                 near = ", ".join(self.vocab()[:8]) + (", …" if len(self.vocab()) > 8 else "")
-                raise InputError(self.where(f"{key}[{k}]"), f"a token of the vocab ({near})", repr(t))
+                raise InputError(self.where(f"{key}[{k}]"), f"a token of the vocab ({near})", describe(t))
         return value
 
     def special(self, role: str) -> str | None:

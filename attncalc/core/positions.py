@@ -35,24 +35,42 @@ def sinusoidal(n: int, d: int, base: float = 10000.0, offset: int = 0) -> np.nda
 
 
 def _need(scaling: dict, key: str, why: str):
-    """Return scaling[key], or raise InputError naming the missing key."""
+    """Return scaling[key] (a whole number ≥ 1: a context length), or raise InputError naming the key."""
     value = scaling.get(key)
     if value is None:
         raise InputError(f"position.scaling.{key}", why, "nothing")
-    return value
+    return _number(scaling, key, whole=True)
+
+
+def _number(scaling: dict, key: str, default=None, least: float = 1, whole: bool = False):
+    """scaling[key] (or `default` when absent), checked to be a finite number ≥ `least` (a whole one for a
+    context length): a NaN, 0 or text would divide by zero or take the log of nothing further on."""
+    value = scaling.get(key)
+    if value is None:
+        return default
+    number = not isinstance(value, bool) and isinstance(value, (int, float))
+    if not number or not math.isfinite(value) or not value >= least or (whole and value != int(value)):
+        what = "a whole number" if whole else "a finite number"
+        raise InputError(f"position.scaling.{key}", f"{what} >= {least:g}", _shown(value))
+    return int(value) if whole else float(value)
+
+
+def _shown(value) -> str:
+    return str(value) if isinstance(value, float) else describe(value)
 
 
 def _factor(scaling: dict) -> float:
     """The scaling factor, checked to be a number >= 1."""
-    factor = scaling.get("factor")
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 1:
-        raise InputError("position.scaling.factor", "a number >= 1", describe(factor))
-    return float(factor)
+    factor = _number(scaling, "factor")
+    if factor is None:
+        raise InputError("position.scaling.factor", "a number >= 1", "None")
+    return factor
 
 
 def _original_max(scaling: dict) -> int:
     """original_max_position_embeddings, defaulting to max_position_embeddings as HF's standardize_rope_params."""
-    value = scaling.get("original_max_position_embeddings", scaling.get("max_position_embeddings"))
+    key = "original_max_position_embeddings"
+    value = _number(scaling, key if key in scaling else "max_position_embeddings", whole=True)
     if value is None:
         raise InputError(
             "position.scaling.original_max_position_embeddings",
@@ -66,7 +84,7 @@ def _yarn(inv_freq: np.ndarray, dim: int, theta: float, scaling: dict) -> tuple[
     """YaRN as transformers' _compute_yarn_parameters: ramp between interpolated and extrapolated frequencies."""
     original_max = _original_max(scaling)
     if scaling.get("factor") is None and scaling.get("max_position_embeddings") is not None:
-        factor = scaling["max_position_embeddings"] / original_max  # HF: DeepSeek-V3 style implicit factor
+        factor = _number(scaling, "max_position_embeddings", whole=True) / original_max  # HF: DeepSeek-V3 style
         if factor < 1:
             raise InputError("position.scaling.factor", "a number >= 1", describe(factor))
     else:
@@ -75,15 +93,15 @@ def _yarn(inv_freq: np.ndarray, dim: int, theta: float, scaling: dict) -> tuple[
     def get_mscale(scale, mscale=1.0):
         return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
-    attention_factor = scaling.get("attention_factor")
-    mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
+    attention_factor = _number(scaling, "attention_factor", least=0)
+    mscale, mscale_all_dim = _number(scaling, "mscale", least=0), _number(scaling, "mscale_all_dim", least=0)
     if attention_factor is None:
         if mscale and mscale_all_dim:
             attention_factor = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
         else:
             attention_factor = get_mscale(factor)
-    beta_fast = scaling.get("beta_fast") or 32  # HF uses `or`: 0 also means the default
-    beta_slow = scaling.get("beta_slow") or 1
+    beta_fast = _number(scaling, "beta_fast", least=0) or 32  # HF uses `or`: 0 also means the default
+    beta_slow = _number(scaling, "beta_slow", least=0) or 1
 
     def correction_dim(rotations):
         return (dim * math.log(original_max / (rotations * 2 * math.pi))) / (2 * math.log(theta))
@@ -103,8 +121,8 @@ def _yarn(inv_freq: np.ndarray, dim: int, theta: float, scaling: dict) -> tuple[
 def _llama3(inv_freq: np.ndarray, scaling: dict) -> np.ndarray:
     """Llama 3.1 as transformers' _compute_llama3_parameters: divide low frequencies, keep high, blend between."""
     factor = _factor(scaling)
-    low_ff = float(scaling.get("low_freq_factor", 1.0))
-    high_ff = float(scaling.get("high_freq_factor", 4.0))
+    low_ff = _number(scaling, "low_freq_factor", 1.0, least=0)
+    high_ff = _number(scaling, "high_freq_factor", 4.0, least=0)
     if high_ff <= low_ff:
         raise InputError(
             "position.scaling.high_freq_factor", f"a number > low_freq_factor ({low_ff})", describe(high_ff)

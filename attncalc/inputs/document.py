@@ -10,6 +10,7 @@ import numpy as np
 from attncalc.core.fixture import to_array
 from attncalc.core.names import may_be_blocked
 from attncalc.errors import InputError, describe
+from attncalc.inputs.files import json_int
 from attncalc.terminal import is_utf
 
 VERSION = 1
@@ -63,7 +64,7 @@ def parse_json(text: str, source: str):
     """JSON; NaN / Infinity tokens are read as numbers so that the field holding one is named when it is
     checked (every number a command uses must be finite)."""
     try:
-        return json.loads(text, parse_constant=float)
+        return json.loads(text, parse_constant=float, parse_int=json_int)
     except json.JSONDecodeError as e:
         found = "an empty input" if not text.strip() else f"{e.msg} at line {e.lineno}, column {e.colno}"
         raise InputError(source, "valid JSON", found) from None

@@ -171,13 +171,19 @@ def read_text(path: str, kind: str) -> str:
         raise InputError(where(path), f"a UTF-8 {kind}", f"byte 0x{data[e.start]:02x} at offset {e.start}") from None
 
 
+def json_int(text: str) -> int | float:
+    """A JSON integer as json.loads's `parse_int`: past 4,000 digits a float (∞ beyond float range), which the
+    field's own check then refuses, instead of Python's ValueError for reading an integer of over 4,300 digits."""
+    return int(text) if len(text) <= 4000 else float(text)
+
+
 def read_json(path: str, kind: str):
     """The JSON value of a bounded UTF-8 file: invalid JSON and too deep nesting named."""
     import json
 
     text = read_text(path, kind)
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=json_int)
     except json.JSONDecodeError as e:
         raise InputError(where(path), f"valid JSON ({kind})", f"{e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:

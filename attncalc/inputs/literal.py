@@ -11,6 +11,7 @@ import numpy as np
 
 from attncalc.core.fixture import to_array
 from attncalc.errors import InputError, describe
+from attncalc.inputs.files import json_int
 from attncalc.texts import t
 
 NEG_INF = {"-inf", "−inf", "-∞", "−∞", "-infinity"}  # a blocked score, as people write it
@@ -24,7 +25,7 @@ def parse_matrix(text: str, option: str, allow_neg_inf: bool = False) -> np.ndar
         raise InputError(option, 'a matrix such as "1 0; 0 1"', "an empty string")
     if text.startswith("["):
         try:
-            value = json.loads(text, parse_constant=_reject_constant)
+            value = json.loads(text, parse_constant=_reject_constant, parse_int=json_int)
         except json.JSONDecodeError as e:
             try:  # a Python list: [[1, 2,], [3, 4]]
                 value = ast.literal_eval(text)
@@ -108,6 +109,8 @@ def _part(text: str, quoted: bool, option: str):
     text = text.strip()
     if text.startswith("#"):
         try:
+            if not (text[1:].isascii() and text[1:].isdigit()) or len(text) > 19:
+                raise ValueError
             return int(text[1:])
         except ValueError:
             raise InputError(option, "#N for index N (a token starting with # goes in quotes)", repr(text)) from None
@@ -142,6 +145,18 @@ def cell_index(parts: list, rows, cols, shape: tuple, option="--cell", text=None
     )
 
 
+def both_ways(text: str, rows, cols, shape: tuple, option="--cell") -> list[str]:
+    """The bare numbers of a --cell that are also the token at that index (tokens `0 1 2`, `--cell 0,0`): the
+    same cell either way, but worth saying, since the person may have meant either."""
+    parts = cell_parts(text, option)
+    axes_labels = [None] * (len(shape) - 2) + [rows, cols] if len(shape) >= 2 else [cols or rows]
+    return [
+        p
+        for p, labels in zip(parts, axes_labels)
+        if type(p) is str and p.isascii() and p.isdigit() and labels and p in labels and labels.index(p) == int(p)
+    ]
+
+
 def _axis_index(p, labels: list, size: int, axis: int, option: str) -> int:
     if isinstance(p, Token):
         if p not in labels:
@@ -151,6 +166,8 @@ def _axis_index(p, labels: list, size: int, axis: int, option: str) -> int:
     k = p if isinstance(p, int) else None
     if k is None:
         try:
+            if not (p.isascii() and p.isdigit()) or len(p) > 18:  # `1_0`, `１` and `²` are no index
+                raise ValueError
             k = int(p)
         except ValueError:
             if p in labels:

@@ -16,7 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
-from attncalc import texts
+from attncalc import arguments, texts
 from attncalc.arguments import check_document_options
 from attncalc.core.build import Options
 from attncalc.core.build_graph import build
@@ -26,6 +26,7 @@ from attncalc.core.fixture import PATH_PART, Fixture
 from attncalc.core.graph import STAGES, Graph
 from attncalc.errors import InputError, describe
 from attncalc.inputs.changes import changed_by_sets
+from attncalc.inputs.files import json_int
 from attncalc.inputs.literal import parse_matrix
 from attncalc.inputs.reading import read_input
 from attncalc.inputs.request import Request
@@ -79,7 +80,7 @@ def set_field(raw: dict, assignment: str) -> None:
     if unknown:  # a misspelt key would otherwise be added beside the real one and change nothing
         raise InputError(f"--set {key}", "a fixture field (docs/fixture.md)", f"{unknown!r}{suggest(key.strip())}")
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_int=json_int)
     except json.JSONDecodeError:
         value = text
     cur = raw
@@ -288,6 +289,7 @@ def _apply_sets(req: Request, raw: dict, path: str, doc: dict | None, reference)
     for opt, text in req.inline.items():
         if opt in WEIGHT_OPTIONS:
             req.sets.append(f"{path}.{WEIGHT_OPTIONS[opt]}={json.dumps(parse_matrix(text, '--' + opt).tolist())}")
+    arguments.check_whole_model_options(req, raw)
     req.sets += _head_sets(req, raw, path)
     unchanged = copy.deepcopy(raw) if doc and doc.get("tensors") and req.sets and not reference else None
     for assignment in req.sets:

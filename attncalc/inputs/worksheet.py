@@ -13,11 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attncalc.errors import InputError, describe
-from attncalc.inputs.written import decimals, number_of
-
-_NUMBER_LIKE = re.compile(r"[+-]?(?:\d|\.\d)|[+-]?(?:nan|inf)", re.IGNORECASE)  # meant as a number
-BLANK = re.compile(r"_+")  # a cell left to fill in (worksheets print `_`)
+from attncalc.errors import InputError, describe, shortened
+from attncalc.inputs.written import decimals, is_blank, is_token, number_of
 
 
 class Literal(float):
@@ -45,21 +42,13 @@ class Sheet:
     blank: np.ndarray | None = None  # cells not attempted (None: every cell written); shape () for a whole empty tensor
 
     @property
+    def shape(self) -> tuple:
+        return self.values.shape
+
+    @property
     def empty(self) -> bool:
         """A header with no rows: the whole tensor not attempted, its shape the model's."""
         return self.values.size == 0
-
-
-def is_token(cell: str) -> bool:
-    """A row or column label (a token such as 我 or ##ing): a cell not written as a number (nor left blank,
-    `_`) is meant as one."""
-    t = cell.strip().replace("−", "-")
-    return not _NUMBER_LIKE.match(t) and not BLANK.fullmatch(t) and number_of(cell) is None
-
-
-def is_blank(v) -> bool:
-    """A cell left to fill in: `_` (or `___`), an empty string, JSON null."""
-    return v is None or isinstance(v, str) and (not v.strip() or BLANK.fullmatch(v.strip()) is not None)
 
 
 def _cell(v, where: str):
@@ -71,12 +60,12 @@ def _cell(v, where: str):
         if x is None:
             raise InputError(where, 'a number (0.43, 33.3%, 1/3, or "-inf" for a blocked cell)', describe(v))
         if math.isnan(x) or x == math.inf:  # 1e999
-            raise InputError(where, "a finite number", v.strip())
+            raise InputError(where, "a finite number", shortened(v.strip()))
         return x, v.strip()
     if isinstance(v, float) and not isinstance(v, bool):
         text = getattr(v, "text", repr(v))
         if not math.isfinite(v):
-            raise InputError(where, "a finite number", text)
+            raise InputError(where, "a finite number", shortened(text))
         return float(v), text
     raise InputError(where, 'a number (or "-inf" for a blocked cell)', describe(v))
 
@@ -154,9 +143,9 @@ def parse_worksheet(text: str, source: str, fits=None) -> dict[str, Sheet]:
         early = _refuse_early(text, source)
         if early and fits is not None:
             fits(early, EARLY_LINES)
-        return _parse_text(text, source)
+        return _parse_text(text, source, fits if len(text) > EARLY_JSON else None)  # a short one is read at once
     if len(text) > EARLY_JSON:
-        _refuse_early_json(text, source)
+        _refuse_early_json(text, source, fits)
     try:
         data = json.loads(text, parse_float=Literal, parse_int=Literal, parse_constant=_reject, object_pairs_hook=_once)
     except _Twice as e:
@@ -178,28 +167,62 @@ def parse_worksheet(text: str, source: str, fits=None) -> dict[str, Sheet]:
 
 
 EARLY_LINES = 256  # a long text sheet's first lines are read alone first
-EARLY_JSON = 1 << 20  # characters: a JSON sheet this long has its first rows checked before the full parse
+EARLY_JSON = 1 << 16  # characters: a sheet this long has its names, shapes (and JSON first rows) checked first
+EARLY_TENSORS = 256  # the tensors checked so (a sheet has tens; 100,000 is no sheet, and the full parse names them)
 
 
-def _refuse_early_json(text: str, source: str) -> None:
+@dataclass
+class Outline:
+    """A tensor's name and shape alone, no cell read: what `fits` holds against the model's names and shapes
+    before a long sheet's cells are parsed one by one (one line of 1,000,000 cells, a JSON row of 200,000)."""
+
+    name: str
+    shape: tuple
+    where: str
+    head: int | None = None
+
+
+def _json_shape(value) -> tuple:
+    shape = []
+    while isinstance(value, list) and value:
+        shape.append(len(value))
+        value = value[0]
+    return tuple(shape)
+
+
+def _refuse_early_json(text: str, source: str, fits=None) -> None:
     """A bad cell in the first row of a big JSON sheet's tensor is named after a plain parse (C speed), before
-    the parse that keeps every number's text (a Python object per number: 15 s for 11 MB). Anything else,
-    and a number that is not finite (named as written by the full parse), waits for the full parse."""
+    the parse that keeps every number's text (a Python object per number: 15 s for 11 MB); so is a tensor
+    name or shape the model does not have (`fits`, from the lists' lengths). Anything else, and a number that
+    is not finite (named as written by the full parse), waits for the full parse."""
     try:
         data = json.loads(text, parse_int=float, parse_constant=_reject)
     except (ValueError, RecursionError):
         return
     if isinstance(data, dict) and "attncalc" in data and isinstance(data.get("tensors"), dict):
         data = data["tensors"]
-    for name, value in data.items() if isinstance(data, dict) else ():
+    first = list(data.items())[:EARLY_TENSORS] if isinstance(data, dict) else []
+    for name, value in first:
         try:
-            _blocks(value[:1] if isinstance(value, list) else value, f"{source}: {name}")
+            _blocks(_first_cells(value), f"{source}: {name}")
         except RecursionError:
             return
         except InputError as e:
             if "finite" not in e.expected:
                 raise
             return
+    if fits is not None and first:
+        shapes = {name: _json_shape(value) for name, value in first}
+        fits({n: Outline(n, s, f"{source}: {n}") for n, s in shapes.items() if len(s) in (2, 3)}, None)
+
+
+def _first_cells(value):
+    """A tensor's first row (of its first head), as far as its first EARLY_TENSORS cells: indices kept."""
+    if not isinstance(value, list):
+        return value
+    if value and isinstance(value[0], list):
+        return [_first_cells(value[0])]
+    return value[:EARLY_TENSORS]
 
 
 def _refuse_early(text: str, source: str) -> dict[str, Sheet] | None:
@@ -242,9 +265,11 @@ def _tokens(line: str) -> list[list[str]]:
     """The rows of a line (`;` separates rows), each a list of cell texts without check's marks."""
     rows = []
     for seg in line.split(";"):
-        cells = [c.lstrip(_MARKS) for c in seg.replace(",", " ").replace("[", " ").replace("]", " ").split()]
-        if any(cells):
-            rows.append([c for c in cells if c])
+        cells = seg.replace(",", " ").replace("[", " ").replace("]", " ").split()  # no empty cell
+        if any(mark in seg for mark in _MARKS):  # a cell by cell pass only where a mark is (a line of 10^6 cells)
+            cells = [c for c in (c.lstrip(_MARKS) for c in cells) if c]
+        if cells:
+            rows.append(cells)
     return rows
 
 
@@ -276,9 +301,10 @@ def _unlabel(lines: list) -> list:
     return [(lineno, t[1:] if len(t) == width + 1 and is_token(t[0]) else t) for lineno, t in lines]
 
 
-def _parse_text(text: str, source: str) -> dict[str, Sheet]:
+def _parse_text(text: str, source: str, fits=None) -> dict[str, Sheet]:
     """`NAME =` (or `NAME[h] =` for head h) then rows, until the next header (blank lines may come
-    between rows); a table pasted from attncalc's screen (title, header row, row labels) reads too."""
+    between rows); a table pasted from attncalc's screen (title, header row, row labels) reads too.
+    `fits(outlines, None)`: every tensor's name and shape, held against the model before any cell is read."""
     found: dict[str, dict[int, list]] = {}
     explicit = set()  # tensors whose heads are numbered (`A[5] =`, a title's `head 5`)
     lines, name, head = None, "", 0
@@ -298,6 +324,8 @@ def _parse_text(text: str, source: str) -> dict[str, Sheet]:
             heads = found.setdefault(name, {})
             if corner and lines == [] and heads.get(head) is lines:  # the title had no head: this is its head
                 del heads[head]
+            if head_text and len(head_text) > 6:  # a head past any model's (and past int()'s 4,300 digits)
+                raise InputError(f"{source} line {lineno}", "a head number such as A[1] =", shortened(head_text))
             head = int(head_text or 0)
             if head_text:
                 explicit.add(name)
@@ -315,28 +343,46 @@ def _parse_text(text: str, source: str) -> dict[str, Sheet]:
             )
         for cells in rows:
             lines.append((lineno, cells))
-    out = {}
+    tensors = {}
     for name, heads in found.items():
         one = len(heads) == 1 and name in explicit  # `A[5] =` alone: head 5 of a per-head tensor
         if not one and sorted(heads) != list(range(len(heads))):
             raise InputError(f"{source}: {name}", "heads numbered 0, 1, … without gaps", str(sorted(heads)))
-        blocks = [_rows(source, name, _unlabel(heads[h])) for h in sorted(heads)]
+        tensors[name] = (next(iter(heads)) if one else None, [_unlabel(heads[h]) for h in sorted(heads)])
+    if fits is not None:
+        fits({n: o for n, (head, lines) in tensors.items() if (o := _outlined(n, lines, source, head))}, None)
+    out = {}
+    for name, (head, lines) in tensors.items():
+        blocks = [_rows(source, name, rows) for rows in lines]
         if all(not rows for rows in blocks):  # `A =` and nothing to fill in yet: not attempted
-            out[name] = _empty(name, f"{source}: {name}", head=next(iter(heads)) if one else None)
+            out[name] = _empty(name, f"{source}: {name}", head=head)
             continue
         if any(not rows for rows in blocks):
             raise InputError(f"{source}: {name}", "rows of numbers after the header", "none")
         value = blocks[0] if len(blocks) == 1 else blocks
-        out[name] = _sheet(name, value, f"{source}: {name}", head=next(iter(heads)) if one else None)
+        out[name] = _sheet(name, value, f"{source}: {name}", head=head)
     if not out:
         raise InputError(source, 'a worksheet: "Q =" followed by rows of numbers', "no tensor header")
     return out
 
 
+def _width(lines: list) -> int:
+    """The width most rows have (the widest of the most common): the one a row of another width is named by."""
+    widths = [len(cells) for _, cells in lines]
+    return max(set(widths), key=lambda w: (widths.count(w), w)) if widths else 0
+
+
+def _outlined(name: str, blocks: list, source: str, head: int | None) -> Outline | None:
+    """The outline of a text tensor's rows (one block per head), or None when it has a block without rows."""
+    if not all(blocks):
+        return None
+    shape = (len(blocks[0]), _width(blocks[0]))
+    return Outline(name, shape if len(blocks) == 1 else (len(blocks), *shape), f"{source}: {name}", head)
+
+
 def _rows(source: str, name: str, lines: list) -> list[list[str]]:
     """The cell texts of a tensor's rows, each cell checked and every row as long as most rows are."""
-    widths = [len(cells) for _, cells in lines]
-    width = max(set(widths), key=lambda w: (widths.count(w), w)) if widths else 0
+    width = _width(lines)
     rows = []
     for lineno, cells in lines:
         r = len(rows)

@@ -139,30 +139,39 @@ def _fit(sheet: Sheet, truth: np.ndarray, name: str, head: int | None) -> tuple[
 MAX_CELLS = 100  # wrong cells explained per tensor (verdicts always cover every cell)
 
 
-def refuse_misfit(graph: Graph, sheets: dict[str, Sheet], line: int, prefix: str = "") -> None:
-    """A long sheet's tensors as far as its first `line` lines go, against the model's shapes (from the
-    labels: nothing is computed), before the rest is parsed: a tensor whose rows are already more, or
-    whose every row so far has another width, cannot fit however the sheet goes on (a later line only adds
-    rows; a row of another width is named by the whole parse). Anything else waits for the whole sheet."""
+def refuse_misfit(graph: Graph, sheets: dict[str, Sheet], line: int | None, prefix: str = "") -> None:
+    """A long sheet's tensors as far as its first `line` lines go (None: its whole outline, every tensor's
+    rows counted but no cell read), against the model's names and shapes (from the labels: nothing is
+    computed), before the rest is parsed: a name the model does not have, a tensor whose rows are already
+    more, or whose every row so far has another width, cannot fit however the sheet goes on (a later line
+    only adds rows; a row of another width is named by the whole parse). Anything else waits for the
+    whole sheet."""
     for name, sheet in sheets.items():
-        full = prefix + name if prefix and name not in graph.nodes and prefix + name in graph.nodes else name
-        node = graph.nodes.get(full)
-        if node is None or not node.shown or node.is_leaf or not node.rows or not node.cols:
+        full, node = _node(graph, name, prefix, sheet)
+        if not node.rows or not node.cols or len(sheet.shape) < 2:
             continue
-        (rows, cols), (n, m) = sheet.values.shape[-2:], (len(node.rows), len(node.cols))
+        (rows, cols), (n, m) = sheet.shape[-2:], (len(node.rows), len(node.cols))
         if cols != m or rows > n:
-            found = f"rows of {cols} numbers" if cols != m else f"{rows} rows by line {line}, where reading stopped"
+            so_far = f" by line {line}, where reading stopped" if line is not None else ""
+            found = f"rows of {cols} numbers" if cols != m else f"{rows} rows{so_far}"
             raise InputError(sheet.where, f"{n} rows of {m} numbers (the model's {full})", found)
+
+
+def _node(graph: Graph, name: str, prefix: str, sheet: Sheet):
+    """(graph name, node) of a sheet's tensor (with `prefix`, --layer N: `A` means `enc.N.A`), or InputError
+    naming a tensor a learner does not work (a name the model lacks, a weight)."""
+    full = prefix + name if prefix and name not in graph.nodes and prefix + name in graph.nodes else name
+    node = graph.nodes.get(full)
+    if node is None or not node.shown or node.is_leaf:
+        raise InputError(sheet.where, "a tensor name: one of " + known_names(graph), repr(name))
+    return full, node
 
 
 def resolve(graph: Graph, sheets: dict[str, Sheet], prefix: str = "") -> dict[str, Sheet]:
     """The sheets by graph name: with `prefix` (--layer N: `enc.N.`), `A` means `enc.N.A`."""
     out = {}
     for name, sheet in sheets.items():
-        full = prefix + name if prefix and name not in graph.nodes and prefix + name in graph.nodes else name
-        node = graph.nodes.get(full)
-        if node is None or not node.shown or node.is_leaf:
-            raise InputError(sheet.where, "a tensor name: one of " + known_names(graph), repr(name))
+        full, _ = _node(graph, name, prefix, sheet)
         if full in out:
             raise InputError(sheet.where, f"{full} once", "a second one")
         out[full] = sheet
@@ -227,6 +236,13 @@ def _only(judged: dict, other: dict) -> int:
     return sum(int((right & ~other[n][0]).sum()) for n, (right, *_) in judged.items())
 
 
+def _reported(half: np.ndarray) -> np.ndarray:
+    """Tolerances as a report gives them: rounded at 12 decimals, no float noise (0.0124999…); a huge one (a cell
+    written as 1e308 is judged at 10³⁰⁰) as it is, where rounding would overflow."""
+    half = np.asarray(half, float)
+    return np.where(half < 1e15, np.round(np.minimum(half, 1e15), 12), half)
+
+
 def _cells(graph: Graph, name: str, fitted, judged, yours, verdicts, precision: int) -> list[dict]:
     """The wrong cells of one tensor explained (at most MAX_CELLS)."""
     (sheet, sel), (right, _, band, step, _, half) = fitted[name], judged
@@ -241,7 +257,7 @@ def _cells(graph: Graph, name: str, fitted, judged, yours, verdicts, precision: 
                 "verdict": str(verdicts[idx]),
                 "yours": jsonable(y[idx]),
                 "written": str(sheet.text[idx]),
-                "tolerance": round(float(half[idx]), 12),
+                "tolerance": float(_reported(half[idx])),
                 "accepted": band.accepted(idx) if band is not None else None,
                 "correct": jsonable(truth[at]),
                 "from_yours": jsonable(step[at]) if step is not None else None,
@@ -270,7 +286,7 @@ def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, h
         "verdicts": verdicts.tolist(),
         "yours": blanks.yours(y, blank),
         "written": sheet.text.tolist(),
-        "tolerance": np.round(half, 12).tolist(),  # no float noise (0.0124999…) in a report
+        "tolerance": _reported(half).tolist(),
         "correct": jsonable(truth[sel]),
         "from_yours": jsonable(step[sel]) if step is not None else None,
         "mistake": named,

@@ -10,8 +10,11 @@ Heatmap cells carry both their colours (render/heat.py), so they read alike on l
 from __future__ import annotations
 
 import io
+import os
 
 import numpy as np
+
+from attncalc.errors import InputError, not_written
 
 WIDTH = 120  # a notebook cell is wider than a default terminal
 
@@ -148,8 +151,13 @@ class Picture:
         return {"image/svg+xml": self.svg, "text/plain": self.title}
 
     def save(self, path) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.svg)
+        if not isinstance(path, (str, os.PathLike)):
+            raise InputError("path", "a file path (str or os.PathLike)", type(path).__name__)
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(self.svg)
+        except OSError as e:
+            raise not_written(e, os.fspath(path), "path", "a file save() can write") from None
 
 
 def heatmap(name: str, node, value, precision: int = 3, head: int | None = None) -> Picture:

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from attncalc import terminal
+from attncalc import terminal, texts
 from attncalc.core.ops import Identity, Scores
 from attncalc.core.position_ops import Alibi
 from attncalc.errors import InputError
 from attncalc.inputs.document import dumps, jsonable, make_document
-from attncalc.inputs.literal import cell_label, parse_cell
+from attncalc.inputs.literal import both_ways, cell_label, parse_cell
 from attncalc.inputs.session import MAIN, Session
 from attncalc.render.formats import resolve as resolve_format  # noqa: F401 (the commands' name for it)
 
 WORK_CELLS = 64  # --work is on by default up to this many cells
 HUGE = 5_000_000  # numbers in one JSON document before we ask for --only
+LARGEST = 100_000_000  # numbers in one tensor a table's computation holds (800 MB of float64)
 
 
 def pick_cell(session: Session, values: dict, text: str, default: str):
@@ -34,7 +36,11 @@ def pick_cell(session: Session, values: dict, text: str, default: str):
         if where.strip() not in ("", "0"):
             raise InputError("--cell", f"{name} alone ({name} is a single number)", repr(text))
         return name, ()
-    return name, parse_cell(where, node.rows, node.cols, np.shape(values[name]))
+    index = parse_cell(where, node.rows, node.cols, np.shape(values[name]))
+    for part in both_ways(where, node.rows, node.cols, np.shape(values[name])):
+        terminal.clear(sys.stderr)
+        sys.stderr.write(terminal.shown(f"attncalc: warning: {texts.t('cell.both', part=part)}") + "\n")
+    return name, index
 
 
 def stage_names(session: Session, values: dict, only: list[str] | None) -> list[str]:
@@ -133,6 +139,22 @@ def refuse_huge_document(session: Session, only: list[str] | None) -> None:
     total += sum(np.size(v) for n, v in session.passthrough.items())
     if total > HUGE:
         raise too_big(total, "A,O", estimated=True)
+
+
+def refuse_huge_tables(session: Session, only: list[str] | None) -> None:
+    """Before computing a table (or notes): a tensor of the stage over LARGEST numbers is refused now. A table
+    shows a corner of it, but computing it takes the memory whole (20,000 tokens: A alone is 3.2 GB, 20 s)."""
+    g = session.graph
+    for name in only or g.shown(session.stage):
+        if name in g.nodes and (count := numbers_at_least(g, name)) > LARGEST:
+            raise too_large(name, count)
+
+
+def too_large(name: str, count: int, steps: int | None = None) -> InputError:
+    """The refusal of a tensor (or of a generation's kept steps, `steps` new tokens) of `count` numbers."""
+    what = "numbers kept over a run's steps (fewer new tokens)" if steps else "numbers in one tensor (fewer tokens)"
+    over = f" over {steps} new tokens" if steps else ""
+    return InputError(name, f"at most {LARGEST:,} {what}", f"at least {count:,}{over}, {count * 8 / 1e9:,.1f} GB")
 
 
 def document(session: Session, values: dict, only: list[str] | None) -> dict:

@@ -263,12 +263,12 @@ def page_html(walk, quiz: bool = False) -> str:
 
 def save_page(walk, path: str, quiz: bool = False, where: str = "--html") -> str:
     """Write the page to `path` (`where`: the option or method that named it, for an error); its HTML."""
-    from attncalc.errors import InputError
+    from attncalc.errors import not_written
 
     page = page_html(walk, quiz)
     try:
         with open(path, "w", encoding="utf-8") as f:
             f.write(page)
     except OSError as e:
-        raise InputError(path, f"a file {where} can write", e.strerror or str(e)) from None
+        raise not_written(e, path, path, f"a file {where} can write") from None
     return page

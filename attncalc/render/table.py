@@ -21,7 +21,7 @@ def width() -> int | None:
     text = os.environ.get("COLUMNS")
     if text is None:
         return None
-    if text.strip().isdigit() and int(text) > 0:
+    if text.strip().isascii() and text.strip().isdigit() and int(text) > 0:
         return max(MIN_WIDTH, min(MAX_WIDTH, int(text)))
     import shutil
 

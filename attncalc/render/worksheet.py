@@ -27,7 +27,7 @@ def cells_of(grid, blank: bool) -> list[list[str]]:
 
 def _readable(labels: list[str]) -> list[str]:
     """Labels as the worksheet reader takes them (one token each, never a number: `我`, `<s>`), or 0, 1, …"""
-    from attncalc.inputs.worksheet import is_token
+    from attncalc.inputs.written import is_token
 
     if all(is_token(x) and len(x.split()) == 1 and not any(c in x for c in "=#,;[]:") for x in labels):
         return list(labels)

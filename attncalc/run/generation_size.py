@@ -43,12 +43,17 @@ def generation_numbers(model: Model, settings: Settings) -> tuple[int, int]:
     return least + sampled, total + sampled * steps
 
 
-def refuse_huge_generation(model: Model, settings: Settings) -> None:
+def refuse_huge_generation(model: Model, settings: Settings, json: bool = True) -> None:
     """Before generating: a document of every step's tensors over HUGE numbers is refused now, not after the
-    run ("at least" when the first step's alone, which every run writes, are too many)."""
+    run ("at least" when the first step's alone, which every run writes, are too many); for tables (`json`
+    false), a run whose kept steps hold over LARGEST numbers (a 10,000-token run: 2.4 GB)."""
     if settings.max_new_tokens > token_limit(model)[0]:
         return  # more tokens than the context holds: generate refuses them before its first step
     least, total = generation_numbers(model, settings)
+    if not json:
+        if total > output.LARGEST:
+            raise output.too_large("generate", total, steps=settings.max_new_tokens)
+        return
     if least > output.HUGE:
         raise output.too_big(least, "logits,probs", estimated=True)
     if total > output.HUGE:

@@ -710,4 +710,7 @@ TEXTS = {
     # ---- judge (issue 35) ----
     "check.note.truncate": "You cut digits off instead of rounding (0.90 for 0.909, where rounding gives 0.91): every number is judged as cut, so the arithmetic is what counts.",
     "check.accepted_range": "{low} to {high}",
+    # ---- hostile (issue 36) ----
+    "cell.both": '--cell {part}: index {part} is also the token "{part}" there (the same cell either way); '
+    '#{part} names the index, "{part}" in quotes the token',
 }

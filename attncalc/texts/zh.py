@@ -710,4 +710,7 @@ TEXTS = {
     # ---- judge (issue 35) ----
     "check.note.truncate": "你是把多余的位数直接舍掉，而不是四舍五入（0.909 写成 0.90，四舍五入应是 0.91）：每个数都按舍去来判，看的是算术本身。",
     "check.accepted_range": "{low} 到 {high}",
+    # ---- hostile (issue 36) ----
+    "cell.both": '--cell {part}：下标 {part} 恰好也是那里的词元 "{part}"（两种读法是同一个格子）；'
+    '#{part} 表示下标，加引号的 "{part}" 表示词元',
 }

@@ -89,7 +89,7 @@ class Asking:
 
     def goto_step(self, text: str) -> None:
         stages, n = [s.stage for s in self.walk.screens], len(self.walk.screens)
-        if text.isdigit() and 1 <= int(text) <= n:
+        if text.isascii() and text.isdigit() and len(text) < 10 and 1 <= int(text) <= n:
             self.show(int(text) - 1)
         elif text in stages:
             self.show(stages.index(text))

@@ -78,4 +78,4 @@ def arithmetic(walk: Walk, screen: Screen, matrix: Matrix, idx: tuple) -> list[P
 def light_background() -> bool:
     """True when the terminal says its background is light (COLORFGBG="0;15", as rxvt, Konsole, iTerm2 set it)."""
     background = os.environ.get("COLORFGBG", "").rpartition(";")[2]
-    return background.isdigit() and int(background) in (7, 15)
+    return background.isascii() and background.isdigit() and len(background) < 5 and int(background) in (7, 15)

@@ -68,12 +68,22 @@ class Checkpoint:
             if i == self._pad:  # RoBERTa: transformers gives a pad the padding row, not position k + 2
                 raise InputError(at, f"ids without the pad token {i} (its position row is not computed)", str(i))
             raise InputError(at, f"a token id from 0 to {len(labels) - 1} (the embedding's rows)", str(i))
-        special = {
-            role: labels[i]
-            for role, i in (("bos", self.config.get("bos_token_id")), ("eos", self.config.get("eos_token_id")))
-            if isinstance(i, int) and 0 <= i < len(labels)
-        }
+        special = {role: labels[i] for role, i in self._specials(len(labels)).items()}
         return {**tree, "vocab": labels, "source": [labels[i] for i in ids], "target": [], "special": special}
+
+    def _specials(self, rows: int) -> dict[str, int]:
+        """bos_token_id and eos_token_id, each a row of the embedding (generation stops at eos: an id no token
+        has would never stop it, silently); a list of ids (several ends) is left out as before."""
+        out = {}
+        for role in ("bos", "eos"):
+            i = self.config.get(f"{role}_token_id")
+            if i is None or isinstance(i, list):
+                continue
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < rows:
+                where = self.fields.where(f"{role}_token_id")
+                raise InputError(where, f"a token id from 0 to {rows - 1} (the embedding's rows)", describe(i))
+            out[role] = i
+        return out
 
     def _map_weights(self) -> dict:
         from attncalc.inputs.checkpoints import bert, gemma3, gpt2, llama
@@ -96,6 +106,7 @@ class Checkpoint:
         context = fields.whole("max_position_embeddings", default=None)
         if context is not None:
             raw.setdefault("max_positions", context)  # generate stops at the model's real context
+        _copy_tree(raw, lambda leaf: _no_scalar(leaf, self.tensors))
         return raw
 
     def labels(self) -> list[str]:
@@ -135,6 +146,14 @@ def _copy_tree(value, leaf=lambda v: v):
     if isinstance(value, list):
         return [_copy_tree(v, leaf) for v in value]
     return leaf(value)
+
+
+def _no_scalar(value, tensors):
+    """Every weight of the model is a vector or a matrix: a 0-d one (a norm of shape []) is named when the
+    model is opened, not only by the first stage that reads it (qkv ran on without its final norm)."""
+    if getattr(value, "shape", None) == () and hasattr(value, "then"):
+        raise InputError(tensors.located(value.name), "a vector or a matrix (a weight)", "a single number (shape [])")
+    return value
 
 
 def _stand_in(value):

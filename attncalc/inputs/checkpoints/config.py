@@ -71,4 +71,19 @@ class Fields:
         name = last_layer_tensor.format(i=count - 1)
         if name not in names:
             raise InputError(self.where(key), "no more layers than the weights hold", f"{count} (no {name})")
+        if last_layer_tensor.format(i=count) in names:  # transformers would leave the rest unused, with a warning
+            held = next(i for i in range(count, len(names) + 1) if last_layer_tensor.format(i=i) not in names)
+            raise InputError(self.where(key), f"the {held} layers the weights hold", f"{count}")
         return count
+
+    def agrees(self, key: str, value: int, why: str) -> None:
+        """A hyperparameter the weights also give (a head's width, the FFN's): when the config states it, the
+        same number, never the config's silently (a wrong scale) nor the weights' silently."""
+        stated = self.config.get(key)
+        if stated is not None and stated != value:
+            raise InputError(self.where(key), f"{value} ({why})", describe(stated))
+
+    def agreeing(self, key: str, lazy, axis: int, why: str):
+        """`lazy` (a weight), once `key` agrees with its size along `axis`."""
+        self.agrees(key, lazy.shape[axis] if lazy.shape else 0, f"{why}, {lazy.name}")
+        return lazy

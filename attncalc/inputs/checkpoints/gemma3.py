@@ -79,6 +79,17 @@ def rope_bases(fields) -> tuple[dict, float]:
     return llama.rope_position(fields), fields.number("rope_local_base_freq", LOCAL_BASE)
 
 
+def _widths(fields, tensors, names: dict, heads: int) -> int:
+    """A head's width, from the weights (the query projection's rows per head); the config's head_dim and
+    intermediate_size (llama.cpp's attention.key_length, feed_forward_length) must say the same: a wrong
+    head_dim would scale every score by the wrong √d_k, silently."""
+    q, gate = tensors.get(names["Wq"].format(i=0)), tensors.get(names["W1"].format(i=0))
+    width = q.shape[0] // heads if q.shape else 0
+    fields.agrees("head_dim", width, f"the rows of {q.name} per head, {heads} heads")
+    fields.agreeing("intermediate_size", gate, 0, "the rows of the gate projection")
+    return fields.whole("head_dim", default=width)
+
+
 def fixture(fields, tensors) -> dict:
     """The decoder's fixture fields; weights stay unread `Lazy` objects until a stage needs them."""
     fields.choice("hidden_activation", "gelu_pytorch_tanh", GELU_TANH, " (GeGLU with the tanh GELU)")
@@ -89,8 +100,9 @@ def fixture(fields, tensors) -> dict:
     available = set(tensors.names())
     heads = fields.whole("num_attention_heads")
     d_model = fields.whole("hidden_size")
+    fields.agreeing("hidden_size", tensors.get(names["embedding"]), -1, "the columns of the embedding")
     kv_heads = fields.whole("num_key_value_heads", default=heads)
-    head_dim = fields.whole("head_dim", default=d_model // heads)
+    head_dim = _widths(fields, tensors, names, heads)
     window = fields.whole("sliding_window", default=None)
     scalar = fields.number("query_pre_attn_scalar", float(head_dim))
     position, local_base = rope_bases(fields)

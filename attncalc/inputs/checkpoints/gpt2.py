@@ -2,8 +2,9 @@
 
 X = wte[ids], H = X + wpe[pos] (learned positions); each block pre-norm: D1 = H + Attention(LayerNorm(H)),
 D2 = D1 + FFN(LayerNorm(D1)) with the tanh GELU (`gelu_new`); a final LayerNorm `ln_f`; the output is wte
-again (tied). GPT-2's Conv1D stores its weight [in, out] — already x·W — so nothing is transposed; its fused
-`c_attn` [d, 3d] is split into W_Q, W_K, W_V by columns (and its bias likewise).
+again (tied), or lm_head.weight where `tie_word_embeddings` is false. GPT-2's Conv1D stores its weight
+[in, out] — already x·W — so nothing is transposed; its fused `c_attn` [d, 3d] is split into W_Q, W_K, W_V
+by columns (and its bias likewise).
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ def fixture(fields, tensors) -> dict:
     names = set(tensors.names())
     pre = "transformer." if "transformer.wte.weight" in names else ""
     d, heads = fields.whole("n_embd"), fields.whole("n_head")
-    count = fields.whole("n_layer")
-    if f"{pre}h.{count - 1}.ln_1.weight" not in names:
-        raise InputError(fields.where("n_layer"), "no more layers than the weights hold", f"{count} (no h.{count - 1})")
+    fields.agreeing("n_embd", tensors.get(pre + "wte.weight"), -1, "the columns of the embedding")
+    count = fields.layers(names, pre + "h.{i}.ln_1.weight", "n_layer")
 
     def get(name):
         return tensors.get(pre + name)
@@ -40,9 +40,7 @@ def fixture(fields, tensors) -> dict:
     def third(lazy, k: int, shape: tuple):
         """Columns k·d … (k + 1)·d of c_attn: Q, K, V in that order."""
         if lazy.shape[-1] != 3 * d:
-            raise InputError(
-                f"{fields.source}: {lazy.name}", f"{3 * d} columns (Q, K, V of d = {d})", str(lazy.shape[-1])
-            )
+            raise InputError(tensors.located(lazy.name), f"{3 * d} columns (Q, K, V of d = {d})", str(lazy.shape[-1]))
         return lazy.then(lambda a: a[..., k * d : (k + 1) * d], shape)
 
     layers = []
@@ -55,7 +53,7 @@ def fixture(fields, tensors) -> dict:
             attention[f"b{key}"] = third(c_bias, k, (d,))
         attention["Wo"], attention["bo"] = get(f"{block}.attn.c_proj.weight"), get(f"{block}.attn.c_proj.bias")
         ffn = {
-            "W1": get(f"{block}.mlp.c_fc.weight"),
+            "W1": fields.agreeing("n_inner", get(f"{block}.mlp.c_fc.weight"), -1, "the columns of c_fc"),
             "b1": get(f"{block}.mlp.c_fc.bias"),
             "W2": get(f"{block}.mlp.c_proj.weight"),
             "b2": get(f"{block}.mlp.c_proj.bias"),
@@ -67,7 +65,7 @@ def fixture(fields, tensors) -> dict:
     return {
         **({"max_positions": context} if context else {}),
         "d_model": d,
-        "embedding": tensors.rows(pre + "wte.weight"),  # tied: the output multiplies by it too
+        "embedding": tensors.rows(pre + "wte.weight"),  # tied (as released): the output multiplies by it too
         "position": {"type": "learned", "table": get("wpe.weight")},
         "decoder": {
             "norm": "layernorm",
@@ -77,5 +75,18 @@ def fixture(fields, tensors) -> dict:
             "layers": layers,
             "final_norm": norm("ln_f"),
         },
-        "output": {"tied": True},
+        "output": output(fields, tensors, names),
     }
+
+
+def output(fields, tensors, names: set) -> dict:
+    """Tied to wte as released (GPT2LMHeadModel ties unless `tie_word_embeddings` is false); untied, the
+    folder's own lm_head.weight ([vocab, d], nn.Linear), which transformers then uses."""
+    tied = fields.get("tie_word_embeddings", True)
+    if not isinstance(tied, bool):
+        raise InputError(fields.where("tie_word_embeddings"), "true or false", describe(tied))
+    if tied:
+        return {"tied": True}
+    if "lm_head.weight" not in names:
+        raise InputError(fields.where("tie_word_embeddings"), "true, or false with an lm_head.weight", "false")
+    return {"W": tensors.get("lm_head.weight").T}

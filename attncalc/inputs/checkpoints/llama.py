@@ -90,6 +90,7 @@ def fixture(fields, tensors) -> dict:
     heads = fields.whole("num_attention_heads")
     kv_heads = fields.whole("num_key_value_heads", default=heads)
     d_model = fields.whole("hidden_size")
+    fields.agreeing("hidden_size", tensors.get(names["embedding"]), -1, "the columns of the embedding")
 
     def linear(key, i, part="weight", heads_of_rows=None):
         name = names[key].format(i=i, part=part)
@@ -100,19 +101,23 @@ def fixture(fields, tensors) -> dict:
             rows = lazy.shape[0] if lazy.shape else 0
             if rows == 0 or rows % (2 * heads_of_rows):  # each head's rows come in rotary pairs
                 raise InputError(
-                    f"{fields.source}: {name}",
+                    tensors.located(name),
                     f"rows in whole rotary pairs for each of {heads_of_rows} heads (a multiple of {2 * heads_of_rows})",
                     str(rows),
                 )
             lazy = lazy.then(lambda rows: unpermute(rows, heads_of_rows), lazy.shape)
         return lazy.T if part == "weight" else lazy
 
+    qwen2 = fields.get("model_type") == "qwen2"
     layers = []
     for i in range(fields.layers(available, names["norm1"])):
         attention = {"heads": heads, "kv_heads": kv_heads}
         for key, rows_heads in (("Wq", heads), ("Wk", kv_heads), ("Wv", None), ("Wo", None)):
             attention[key] = linear(key, i, heads_of_rows=rows_heads)
             bias = linear(key, i, "bias", rows_heads)
+            if bias is None and qwen2 and key != "Wo":  # Qwen2 adds all three (llama.cpp requires them)
+                name = names[key].format(i=i, part="bias")
+                raise InputError(tensors.located(name), "the q, k and v biases Qwen2 adds (all three)", "none")
             if bias is not None:
                 attention["b" + key[1].lower()] = bias
         layers.append(
@@ -123,6 +128,8 @@ def fixture(fields, tensors) -> dict:
                 "norm2": {"gamma": tensors.get(names["norm2"].format(i=i))},
             }
         )
+    gate = tensors.get(names["W1"].format(i=0, part="weight"))
+    fields.agreeing("intermediate_size", gate, 0, "the rows of the gate projection")
     tied = names["output"] not in available
     return {
         "d_model": d_model,

@@ -60,7 +60,7 @@ def _header(f, size: int, path: str) -> tuple[dict, int]:
         raise InputError(path, f"a safetensors header of {n:,} bytes after its length", f"a file of {size:,} bytes")
     raw = f.read(n)
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = json.loads(raw.decode("utf-8"), parse_int=files.json_int)
     except UnicodeDecodeError as e:
         raise InputError(
             path, "a UTF-8 safetensors header", f"byte 0x{raw[e.start]:02x} at offset {8 + e.start}"
@@ -115,6 +115,9 @@ class SafetensorsFile:
         meta = header.pop("__metadata__", None)
         if meta is not None and not isinstance(meta, dict):
             raise InputError(f"{path}: __metadata__", "an object of strings", describe(meta))
+        for key, value in (meta or {}).items():  # the format's own rule (a string → string map)
+            if not isinstance(value, str):
+                raise InputError(f"{path}: __metadata__.{key}", "a string", describe(value))
         self.entries = {name: _entry(name, spec, data_start, size, path) for name, spec in header.items()}
         spans = sorted((e.start, e.end, name) for name, e in self.entries.items() if e.end > e.start)
         for (_, end, first), (start, _, second) in zip(spans, spans[1:]):

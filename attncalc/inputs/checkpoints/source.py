@@ -42,8 +42,8 @@ def parse_ids(text: str) -> list[int]:
     if not parts:
         raise InputError("--ids", 'token ids such as "1 7 3"', "nothing")
     for p in parts:
-        if not p.isdigit():
-            raise InputError("--ids", 'token ids (whole numbers ≥ 0) such as "1 7 3"', repr(p))
+        if not (p.isascii() and p.isdigit()) or len(p) > 18:  # not `²`, `１`, nor past every vocabulary
+            raise InputError("--ids", 'token ids (whole numbers ≥ 0) such as "1 7 3"', describe(p))
     return [int(p) for p in parts]
 
 

@@ -150,6 +150,10 @@ class SafetensorsFiles:
     def names(self) -> list[str]:
         return list(self.where)
 
+    def located(self, name: str) -> str:
+        """`model.safetensors: name`, for a message about that tensor."""
+        return f"{self.where[name].path}: {name}" if name in self.where else name
+
     def get(self, name: str) -> Lazy:
         file = self.where.get(name)
         if file is None:
@@ -186,6 +190,9 @@ class GGUFFile:
 
     def names(self) -> list[str]:
         return list(self.tensors)
+
+    def located(self, name: str) -> str:
+        return f"{self.path}: {name}"
 
     def _stored(self, name: str):
         """(tensor info, its quantisation type, its bytes as stored: [rows, bytes of a row] when quantised)."""
