@@ -77,7 +77,7 @@ def test_a_worksheet_headers_numbers_follow_the_same_rule(cli, tmp_path):
     key = cli("worksheet", "--example", "woaini", "--answers").stdout
     head = "# attncalc worksheet --example woaini"
     (tmp_path / "s.txt").write_text(key.replace(head, head + " --precision 1_0", 1), encoding="utf-8")
-    assert_bad(cli("check", tmp_path / "s.txt"), "s.txt: header --precision", "from 0 to 12", "'1_0'")
+    assert_bad(cli("check", tmp_path / "s.txt"), "s.txt line 1: --precision", "from 0 to 12", "'1_0'")
     (tmp_path / "s.txt").write_text(key.replace(head, head + " --precision 2", 1), encoding="utf-8")
     assert cli("check", tmp_path / "s.txt").exit_code == 0
 
