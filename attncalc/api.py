@@ -474,7 +474,7 @@ class Calculation:
         also written to `path` when given. `quiz` starts it with the quiz on."""
         from attncalc import texts
         from attncalc.learn.walk import Walk, stage_range, tell
-        from attncalc.render.page import page_html, save_page
+        from attncalc.learn.walk_page import page_html, save_page
 
         if lang is not None and lang not in texts.LANGS:
             raise InputError("lang", " or ".join(texts.LANGS), repr(lang))

@@ -223,7 +223,7 @@ def test_svg_export_is_a_picture_per_step_with_nothing_to_fetch(cli, tmp_path):
 
 
 def test_a_long_arithmetic_is_written_out_for_the_worked_cells_only(monkeypatch):
-    from attncalc.render import page
+    from attncalc.learn import walk_page as page
 
     monkeypatch.setattr(page, "LONG", 10)  # as if every matmul were a real model's 384-term one
     calc = attncalc.load("woaini")
@@ -248,7 +248,7 @@ def test_a_long_arithmetic_is_written_out_for_the_worked_cells_only(monkeypatch)
 def test_a_generation_steps_ready_matrices_are_named_as_their_titles_say():
     """The page names a generation step's cell as the terminal does, `dec.0.self.q[I, 0]`, not `dec.0.self.q:[…]`."""
     from attncalc.learn.walk import open_walk
-    from attncalc.render.page import page_data
+    from attncalc.learn.walk_page import page_data
 
     data = page_data(open_walk("woaini", None, [], "en"))
     steps = [s for s in data["told"]["en"]["screens"] if s["stage"] == "generate"]

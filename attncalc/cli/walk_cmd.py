@@ -159,12 +159,12 @@ def show(w, fmt, precision: int, quiz: bool, export, plain: bool, html, no_pause
         terminal.out(markdown(w, precision))
         return
     if html == "-":  # as everywhere else, - is a standard stream: the page on stdout
-        from attncalc.render.page import page_html
+        from attncalc.learn.walk_page import page_html
 
         terminal.out(page_html(w, quiz), document=True)
         return
     if html is not None:
-        from attncalc.render.page import save_page
+        from attncalc.learn.walk_page import save_page
 
         size = len(save_page(w, html, quiz).encode("utf-8"))
         sys.stderr.write(f"attncalc: {texts.t('page.wrote', path=html, size=size)}\n")

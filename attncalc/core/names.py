@@ -6,6 +6,7 @@ import functools
 STAGES = ("embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder", "backward")
 FORWARD_STAGES = STAGES[:-1]  # up to the loss; backward: the gradients (core/backward.py)
 MASK_KINDS = ("none", "causal", "padding", "causal+padding")
+VERDICTS = ("correct", "carried", "slip", "not_attempted")  # a checked cell (learn/check.py), in this order
 OPTIMIZERS = ("sgd", "adam")  # the optimiser steps after the backward pass (core/optim.py)
 
 # The tensors that may hold −∞ (blocked scores, and scores given with blocked cells); a pipe document's

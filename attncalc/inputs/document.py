@@ -115,3 +115,12 @@ def make_document(
         "notes": notes,
         "options": options,
     }
+
+
+def flat_cells(x):
+    """The cells of nested lists (a report's verdicts), in order."""
+    if isinstance(x, list):
+        for v in x:
+            yield from flat_cells(v)
+    else:
+        yield x

@@ -7,7 +7,9 @@ checked (a bad cell, a header naming a file check was not given) is a row with i
 
 from __future__ import annotations
 
-COUNTS = ("correct", "carried", "slip", "not_attempted")
+from attncalc.core.names import VERDICTS as COUNTS
+from attncalc.inputs.document import flat_cells
+
 SHEET_SUFFIXES = (".txt", ".json")  # the files of a folder that are sheets
 
 
@@ -65,12 +67,3 @@ def summary(rows: list[dict], reports: list[dict]) -> dict:
         ),
         "mistakes": [{"mistake": m, "sheets": n} for m, n in sorted(mistakes.items(), key=lambda kv: -kv[1])],
     }
-
-
-def flat_cells(x):
-    """The cells of nested lists (a report's verdicts), in order."""
-    if isinstance(x, list):
-        for v in x:
-            yield from flat_cells(v)
-    else:
-        yield x

@@ -5,7 +5,7 @@ and the arithmetic; the same as Markdown. Every sentence through attncalc/texts.
 
 from __future__ import annotations
 
-from attncalc.learn.class_report import flat_cells
+from attncalc.inputs.document import flat_cells
 from attncalc.texts import t as say
 
 MARK = {"correct": "", "carried": "~", "slip": "✗", "not_attempted": ""}  # a blank shows as written: `_`

@@ -7,7 +7,7 @@ import csv
 import io
 import os
 
-from attncalc.learn.class_report import COUNTS
+from attncalc.core.names import VERDICTS as COUNTS
 from attncalc.texts import t as say
 
 CSV_COLUMNS = ("sheet", "cells", *COUNTS, "first_slip", "first_slip_cell", "mistakes", "error")

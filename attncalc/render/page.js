@@ -1,4 +1,4 @@
-// attncalc's walk page: draws the walk's screens (the JSON above, made by attncalc/render/page.py) and
+// attncalc's walk page: draws the walk's screens (the JSON above, made by attncalc/learn/walk_page.py) and
 // lets you explore them: a cell's arithmetic with its input cells lit, heads, attention lines, the quiz.
 "use strict";
 let D, S; // the page's data (packed by page.py: gzip, base64) and what the reader is looking at
