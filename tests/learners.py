@@ -18,7 +18,8 @@ The truth of each cell comes from the simulation alone, not from check's model:
 - "slip": the cell where they wrote a number that their own inputs do not give, as far again.
 A cell an error reached by less than that margin is "undecided" (counted, not asserted, beyond: a carried
 one is never a slip); so is a cell an error reached that still equals the clean twin's (the twin's earlier
-numbers are not this learner's: correct or carried). A cell far from the truth by the issue's definition
+numbers are not this learner's: correct or carried), and a carried cell after an undecided one (that error
+may be judged right). A cell far from the truth by the issue's definition
 (FAR_UNITS units of its decimals and FAR_SHARE of its size) is never correct, however it was worked. A learner
 at 0 decimals writes `3.` (a bare `3` counts at the matrix's decimals, docs/arithmetic.md); one who copies
 from the screen writes at most its 3 decimals (an answer at more decimals than its inputs is not right).
@@ -222,6 +223,9 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
             differs = ~(cells == own)
             far_from_own = ~np.isfinite(from_own) | (from_own > margin)
             kind = np.where(differs & beyond & far_from_own, "slip", np.where(differs, "undecided", kind))
+        if any((out[m] == "undecided").any() for m in graph.upstream([name]) - {name} if m in out):
+            # an earlier error too small to call may be judged right: what follows from it, correct or carried
+            kind = np.where(kind == "carried", "undecided_carried", kind)
         out[name] = kind
     return out
 

@@ -213,27 +213,31 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
         decs = np.full(truth.shape, int(d.max()) if d.size else precision)
         decs[sel] = d
         sheet_of["decs"][name] = decs
-        band = None
+        band = strict = None
         if tol is not None:
             half = np.full(y.shape, float(tol))
             right = close(y, truth[sel], half) | (close(y, _step(ok, name)[sel], half) if fed else False)
             carried = ~right & (close(y, step[sel], half) if fed else False)
         else:
             half = half_unit(d)
-            band, from_yours = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
-            right = band.holds(y)
+            band, from_yours, screen = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
+            strict = band.holds(y)
+            right = strict | (screen.holds(y) if screen is not None else False)
             carried = ~right & from_yours.holds(y)
+            if screen is not None:
+                band.join(screen)
         full_right = np.ones(truth.shape, bool)
         full_right[sel] = right
         sheet_of["right"][name] = full_right
         ok.give(name, np.where(full_right, mine[name], truth))
-        out[name] = (right, carried, band, step, d, half)
+        out[name] = (right, carried, band, step, d, half, right if tol is not None or band is None else strict)
     return out, sheet_of
 
 
 def _only(judged: dict, other: dict) -> int:
-    """Cells right when judged one way and not the other (the evidence of a habit)."""
-    return sum(int((right & ~other[n][0]).sum()) for n, (right, *_) in judged.items())
+    """Cells right by one way's own rounding and not right the other way at all (the screen's digits, right
+    to one who chops as they are, are no evidence of rounding): the evidence of a habit."""
+    return sum(int((v[-1] & ~other[n][0]).sum()) for n, v in judged.items())
 
 
 def _reported(half: np.ndarray) -> np.ndarray:
@@ -245,7 +249,7 @@ def _reported(half: np.ndarray) -> np.ndarray:
 
 def _cells(graph: Graph, name: str, fitted, judged, yours, verdicts, precision: int) -> list[dict]:
     """The wrong cells of one tensor explained (at most MAX_CELLS)."""
-    (sheet, sel), (right, _, band, step, _, half) = fitted[name], judged
+    (sheet, sel), (right, _, band, step, _, half, _) = fitted[name], judged
     node, truth, y = graph.nodes[name], np.asarray(graph.value(name), float), sheet.values
     cells = []
     for idx in map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()):
@@ -273,7 +277,7 @@ def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, h
     known mistake that gives what you wrote."""
     node, (sheet, sel) = graph.nodes[name], fitted[name]
     blank, truth, y = blanks.of(sheet), np.asarray(graph.value(name), float), sheet.values
-    right, carried, band, step, d, half = judged
+    right, carried, band, step, d, half, _ = judged
     slip = ~right & ~carried
     verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
     named = None
@@ -312,7 +316,7 @@ def check(
     fitted, mine = _fitted(graph, sheets, order, head)
     habit = "round"
     judged, sheet_of = _verdicts(graph, fitted, mine, tol, precision, habit)
-    if tol is None and any(not r.all() for r, *_ in judged.values()):  # one who chops: judged as one who chops
+    if tol is None and any(not v[0].all() for v in judged.values()):  # one who chops: judged as one who chops
         chopped = _verdicts(graph, fitted, mine, tol, precision, "truncate")
         # a habit: chopping explains numbers, rounding none (one cut number among rounded ones is a slip)
         if _only(chopped[0], judged) and not _only(judged, chopped[0]):

@@ -20,7 +20,8 @@ MAX_MIXES = 64  # ways of copying the inputs of one step, each at its own decima
 
 def rounded(x: np.ndarray, r: int | None, up: bool = True, chop: bool = False) -> tuple[np.ndarray, bool]:
     """(x rounded at r decimals, whether a half was met): halves away from zero as people round, or when not
-    `up` as NumPy's `round` does (to even, on the float as stored); `chop` cuts the digits off. −∞ stays −∞."""
+    `up` to even (a half of the number as written: 0.45 → 0.4, though the float is 0.4500000000000000111);
+    `chop` cuts the digits off. −∞ stays −∞."""
     if r is None:
         return x, False
     scale = 10.0**r
@@ -31,9 +32,17 @@ def rounded(x: np.ndarray, r: int | None, up: bool = True, chop: bool = False) -
             return np.copysign(np.floor(a + eps) / scale, x), False
         low = np.floor(a)
         half = np.isfinite(a) & (np.abs(a - low - 0.5) <= eps)
-        if not up:
-            return np.round(x, r), bool(half.any())
-        return np.copysign(np.floor(a + 0.5 + eps) / scale, x), bool(half.any())
+        near = np.floor(a + 0.5 + eps) if up else half_even(a)
+        return np.copysign(near / scale, x), bool(half.any())
+
+
+def half_even(a: np.ndarray) -> np.ndarray:
+    """a (≥ 0) rounded to a whole number, a half (within float noise) to the even one."""
+    eps = 1e-9 * np.maximum(1.0, a)
+    with np.errstate(invalid="ignore"):
+        low = np.floor(a)
+        tie = np.abs(a - low - 0.5) <= eps
+        return np.where(tie, low + (low % 2 == 1), np.floor(a + 0.5))
 
 
 def size_of(x) -> float:

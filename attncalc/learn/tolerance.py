@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from attncalc.inputs.written import decimals, number_of
-from attncalc.learn.paths import Given, paths, size_of
+from attncalc.learn.paths import Given, half_even, paths, size_of
 
 SLACK = 1e-9  # float noise, relative to max(1, |value|)
 FAR_UNITS = 5  # a number this many units of its last decimal from the truth …
@@ -95,12 +95,17 @@ class Band:
             if self.chop if chop is None else chop:
                 low = high = np.floor(a + eps)
             else:  # half up (away from zero) as people round, or to even as the screen and NumPy do
-                up, even = np.floor(a + 0.5 + eps), np.round(a)
+                up, even = np.floor(a + 0.5 + eps), half_even(a)
                 low, high = np.minimum(up, even), np.maximum(up, even)
             low, high = np.copysign(low, f) / scale, np.copysign(high, f) / scale
             use = ok & np.isfinite(f)
             self._widen(use, np.minimum(low, high), np.maximum(low, high))
         self.neginf |= ok & np.isneginf(f)
+
+    def join(self, other: Band) -> None:
+        """This band and the next one's (adjacent: the screen's digits beside the chopped ones)."""
+        self._widen(np.isfinite(other.lo) & (other.lo <= other.hi), other.lo, other.hi)
+        self.neginf |= other.neginf
 
     def add_screen(self, truth: np.ndarray) -> None:
         """The true value as the screen writes it, at the cells written at the screen's decimals."""

@@ -53,16 +53,19 @@ class Ways:
                         yield family, path
 
 
-def bands(ways: Ways, sel, truth) -> tuple[Band, Band]:
-    """(the band of right numbers, not far from the truth; the band of numbers carried from yours)."""
+def bands(ways: Ways, sel, truth) -> tuple[Band, Band, Band | None]:
+    """(the band of right numbers, not far from the truth; the band of numbers carried from yours; for one
+    who chops, the screen's own digits: copied as they are, right whatever one's habit)."""
     chop, scale = ways.habit == "truncate", size_of(truth)
     right, carried = Band(ways.d, ways.screen, chop), Band(ways.d, ways.screen, chop)
     for family, path in ways.each(ways.right + ways.carried):
         f = path.step(ways.name)[sel]
         (right if family in ways.right else carried).add(f, path.lowest(scale))
-    if chop:  # the screen's digits, copied as they are, are right whatever one's habit
-        right.add_screen(truth)
-    return right.near(truth), carried
+    screen = None
+    if chop:
+        screen = Band(ways.d, ways.screen)
+        screen.add_screen(truth)
+    return right.near(truth), carried, screen
 
 
 def mistake_named(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
