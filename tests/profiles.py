@@ -1,7 +1,8 @@
-"""How many examples each Hypothesis property runs. README's command runs the default profile (a fifth of each
-property's examples, at least 5) so a newcomer's run is short; CI runs `HYPOTHESIS_PROFILE=ci` with the full
-counts. A test that sets its own count writes `max_examples=examples(full)`: the property is the same in
-both profiles, only the number of examples it is tried on differs."""
+"""How many examples each Hypothesis property (and each long parametrisation) runs. README's command runs the
+default profile (a fifth of each count, at least 5) so a newcomer's run is short; CI runs `HYPOTHESIS_PROFILE=ci`
+with the full counts (.ci/run's second pytest run). A test that sets its own count writes
+`max_examples=examples(full)`: the property is the same in both profiles, only the number of examples it is tried
+on differs."""
 
 import math
 import os
