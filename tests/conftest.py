@@ -1,7 +1,9 @@
-"""Shared test helpers: the CLI through Typer's runner, with colour off and a fixed width; a random attention block."""
+"""Shared test helpers: the CLI through Typer's runner, with colour off and a fixed width; a random attention block.
+Hypothesis' profile: tests/profiles.py."""
 
 import json
 
+import profiles  # noqa: F401  (loads the Hypothesis profile HYPOTHESIS_PROFILE names, before any test module)
 import pytest
 from typer.testing import CliRunner
 

@@ -13,6 +13,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from profiles import examples
 from typer.testing import CliRunner
 
 from attncalc.cli.app import app
@@ -20,12 +21,14 @@ from attncalc.cli.app import app
 STAGES = ["embed", "pe", "qkv", "scores", "mask", "softmax", "attend", "encoder", "decoder"]
 TENSORS = ["X", "PE", "H", "Q", "K", "V", "S", "S_scaled", "M", "S_masked", "A", "O", "Z"]
 ENV = {"NO_COLOR": "1", "COLUMNS": "80", "ATTNCALC_DEBUG": None}
-# The same examples on every run (a shared suite must not fail at random); ATTNCALC_FUZZ=500 explores
-# that many fresh random examples per test instead.
+# The same examples on every run (a shared suite must not fail at random), fewer outside CI (tests/profiles.py);
+# ATTNCALC_FUZZ=500 explores that many fresh random examples per test instead.
 MORE = int(os.environ.get("ATTNCALC_FUZZ", "0"))
-FUZZ = settings(max_examples=MORE or 60, derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=MORE or examples(60), derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck)
+)
 PROPERTY = settings(
-    max_examples=MORE or 30, derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck)
+    max_examples=MORE or examples(30), derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck)
 )
 WOAINI = json.loads((resources.files("attncalc") / "examples" / "woaini.json").read_text(encoding="utf-8"))
 

@@ -4,7 +4,7 @@ tokenizer.json files, byte by byte and field by field (lengths, counts, types, o
 traceback or a Rust panic. A few run in a subprocess limited to 1 GB of address space.
 
 ATTNCALC_FUZZ=N runs N examples per test instead of the default few (derandomised, so the default run is
-the same on every machine)."""
+the same on every machine; outside CI fewer, tests/profiles.py)."""
 
 import json
 import os
@@ -16,6 +16,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 pytest.importorskip("safetensors")
 pytest.importorskip("tokenizers")
@@ -24,7 +25,9 @@ pytest.importorskip("gguf")
 import crafted  # noqa: E402
 
 MORE = int(os.environ.get("ATTNCALC_FUZZ", "0"))
-CRAFTED = settings(max_examples=MORE or 8, derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck))
+CRAFTED = settings(
+    max_examples=MORE or examples(8), derandomize=not MORE, deadline=None, suppress_health_check=list(HealthCheck)
+)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIB = 1 << 30
 

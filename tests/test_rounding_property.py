@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 import attncalc
 
@@ -77,7 +78,7 @@ def text(tensors, r):
 weights = st.lists(st.integers(-10, 10), min_size=16, max_size=16).map(lambda v: (np.array(v) / 10).reshape(4, 4))
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     wq=weights,
     wk=weights,

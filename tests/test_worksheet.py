@@ -1,5 +1,5 @@
 """`attncalc worksheet` and what `check` makes of a sheet filled in (docs/worksheet.md): the key, the true
-numbers at 2 decimals, a blank sheet and one planted slip, for every bundled example and 50 exercises;
+numbers at 2 decimals, a blank sheet and one planted slip, for every bundled example and 50 exercises (10 outside CI);
 `check --hint`; the sheet's header line; --lang zh."""
 
 import json
@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from profiles import examples
 
 import attncalc
 from attncalc.inputs.examples import example_names
@@ -17,8 +18,9 @@ from attncalc.render import worksheet as draw
 
 EVERY = ["--from", "embed", "--to", "attend"]
 VARIANTS = ("", ":heads=2", ":kind=causal", ":position=rope", ":tokens=4,kind=padding")  # a seed's options
+SEEDS = range(examples(50))  # every variant at least twice: 10 seeds by default, CI's 50 (tests/profiles.py)
 SOURCES = [("--example", name) for name in example_names()] + [
-    ("--exercise", f"{seed}{VARIANTS[seed % len(VARIANTS)]}") for seed in range(50)
+    ("--exercise", f"{seed}{VARIANTS[seed % len(VARIANTS)]}") for seed in SEEDS
 ]
 
 
