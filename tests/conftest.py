@@ -61,19 +61,3 @@ def random_block(rng, n, d, heads, kv_heads, dk, pad_at=None):
             "Wo": rng.normal(size=(heads * dk, d)),
         },
     }
-
-
-# Hypothesis profiles (issue 35): "default" keeps the README's test command quick; with HYPOTHESIS_PROFILE=ci
-# tests/test_learners.py draws 2,000 simulated learners' sheets instead of 12.
-def _profiles():
-    import os
-
-    from hypothesis import HealthCheck, settings
-
-    slow = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
-    settings.register_profile("default", settings(deadline=None, suppress_health_check=slow))
-    settings.register_profile("ci", settings(deadline=None, suppress_health_check=slow))
-    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
-
-
-_profiles()

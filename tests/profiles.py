@@ -7,7 +7,7 @@ on differs."""
 import math
 import os
 
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
 SHARE = {"default": 0.2, "ci": 1.0}
@@ -20,6 +20,9 @@ def examples(full: int) -> int:
     return max(min(full, 5), math.ceil(full * SHARE[PROFILE]))
 
 
-settings.register_profile("ci", max_examples=100)  # Hypothesis' own default, for a @given without a count
-settings.register_profile("default", max_examples=examples(100))
+# no deadline and no complaint about slow data: a property here runs a whole computation per example, on a loaded
+# 2-core machine, and no test may depend on its speed (tests/test_learners.py's sheets: ~0.3 s each)
+SLOW = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=SLOW)  # Hypothesis' own count
+settings.register_profile("default", max_examples=examples(100), deadline=None, suppress_health_check=SLOW)
 settings.load_profile(PROFILE)

@@ -1,7 +1,7 @@
 """Simulated learners (issue 35): every cell of a learner's sheet, worked step by step from their own written,
 rounded numbers (tests/learners.py), gets from `check` the verdict the simulation knows it has.
 
-HYPOTHESIS_PROFILE=ci draws thousands of sheets (tests/conftest.py); the default profile a few, for a quick run.
+HYPOTHESIS_PROFILE=ci draws thousands of sheets (tests/profiles.py); the default profile a few, for a quick run.
 The far-off property: a sheet of numbers written far from the truth at 0–4 decimals, every tensor of woaini,
 multihead and tinyllama, has no cell judged correct."""
 
