@@ -28,6 +28,9 @@ from attncalc.inputs.written import decimals, number_of
 from attncalc.learn.paths import Given, half_even, paths, size_of
 
 SLACK = 1e-9  # float noise, relative to max(1, |value|)
+NOISE = (
+    1e-12  # a float64 step recomputed in another order differs by this much (relative), far below any hand's half unit
+)
 FAR_UNITS = 5  # a number this many units of its last decimal from the truth …
 FAR_SHARE = 0.5  # … and this share of the true value's size away is never right
 
@@ -128,8 +131,10 @@ class Band:
     def holds(self, y: np.ndarray) -> np.ndarray:
         """Cells of y that are right: a number at d decimals between the ends, or one that rounds there (an
         exact fraction, `1/3`, counts at d decimals)."""
-        edge = 0.5 * 10.0**-self.d * (1 - 1e-6)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
+            # a JSON sheet of attncalc's own output writes 16 decimals, finer than float64 can recompute: its
+            # last bits are float noise (NOISE relative), which no path's rounding can hold
+            edge = 0.5 * 10.0**-self.d * (1 - 1e-6) + NOISE * np.maximum(1.0, np.abs(np.nan_to_num(y)))
             inside = np.isfinite(y) & (y >= self.lo - edge) & (y <= self.hi + edge)
         return inside | (np.isneginf(y) & self.neginf)
 
