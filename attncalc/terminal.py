@@ -122,3 +122,10 @@ def out(text: str, document: bool = False) -> None:
     control characters shown, except in a JSON `document` (JSON escapes them its own way)."""
     clear()
     sys.stdout.write(text if document else shown(text))
+
+
+def warn(message) -> None:
+    """`attncalc: warning: …` on stderr, the spinner erased first and control characters shown (a token's ESC
+    is no escape code): every warning, from any layer, goes out this way."""
+    clear(sys.stderr)
+    sys.stderr.write(shown(f"attncalc: warning: {message}") + "\n")

@@ -178,7 +178,7 @@ def _show_stage(req, stage: str, fmt, precision, work, cell, only, standalone) -
             "only " + ", ".join(req.inline or ["nothing"]),
         )
     for message in calc.warnings:
-        o.warn(message)
+        terminal.warn(message)
     with latex.standalone(standalone):
         summary = brief.brief(calc.graph, values) if short else None
         emit(calc.session, values, fmt=fmt, precision=precision, work=work, cell=cell, only=names, brief=summary)

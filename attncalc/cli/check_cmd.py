@@ -169,7 +169,7 @@ class Grader:
         calc = self.calculation(fields, sets, sheets)
         digits = named.get("precision", self.p["precision"])
         for message in calc.graph.warnings:  # unknown fixture keys
-            o.warn(message)
+            terminal.warn(message)
         optimizer, lr = named.get("optimizer", self.p["optimizer"]), named.get("lr", self.p["lr"])
         report = calc.check(
             sheets, tol=self.p["tol"], precision=digits, hint=self.p["hint"], optimizer=optimizer, lr=lr

@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
             names = arguments.names(only)
             c = compare(req, list(left_sets or []), list(sets or []) + list(right_sets or []), names, tol)
             for note in dict.fromkeys(c.left.graph.warnings + c.right.graph.warnings):
-                o.warn(note)
+                terminal.warn(note)
             form = formats.resolve(fmt)
             if form == "json":
                 terminal.out(dumps(to_json(c)) + "\n", document=True)

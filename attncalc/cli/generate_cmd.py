@@ -77,7 +77,7 @@ def _settings(max_new, strategy, temperature, top_k, top_p, seed, kv_cache):
         kv_cache,
     ).check()
     if strategy == "greedy" and named:
-        sys.stderr.write(f"attncalc: warning: {', '.join(named)} ignored with --strategy greedy\n")
+        terminal.warn(f"{', '.join(named)} ignored with --strategy greedy")
     if strategy == "sample" and seed is None:
         s.seed = secrets.randbelow(2**32)
         sys.stderr.write(f"attncalc: sampling with --seed {s.seed} (give it again to repeat this run)\n")
@@ -220,7 +220,7 @@ def register(app) -> None:
             with Progress(settings.max_new_tokens) as progress:
                 result = run_generation(decoder, settings, keep=not brief, on_step=progress.update)
             for message in session.graph.warnings:
-                o.warn(message)
+                terminal.warn(message)
             if kind == "json":
                 terminal.out(render.json_text(session, decoder, result, names, text_of, brief) + "\n", document=True)
             elif brief:

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from attncalc import terminal
 from attncalc.cli import options as o
 
 HELP = (
@@ -115,7 +116,7 @@ def register(app) -> None:
             command = next_command(req, report)
             steps = head_steps(calc, report) if walk else None
             for message in calc.warnings:
-                sys.stderr.write(f"attncalc: warning: {message}\n")
+                terminal.warn(message)
             if resolve(fmt) == "json":
                 doc = heads_document(report, command)
                 if steps is not None:

@@ -232,15 +232,9 @@ def debugging() -> bool:
     return os.environ.get("ATTNCALC_DEBUG", "").strip().lower() not in ("", *arguments.FALSE)
 
 
-def warn(message) -> None:
-    """`attncalc: warning: …` on stderr, its control characters shown (a token's ESC is no escape code)."""
-    terminal.clear(sys.stderr)
-    sys.stderr.write(terminal.shown(f"attncalc: warning: {message}") + "\n")
-
-
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
     try:
-        warn(message)
+        terminal.warn(message)
     except (OSError, ValueError, AttributeError):  # no stderr to say it on
         pass
 

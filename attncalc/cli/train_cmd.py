@@ -66,7 +66,7 @@ def run(request, training: dict, *, fmt: str, precision: int, work, cell, only, 
     shown = names or calc.training.tensors
     values = calc.values(None if cell else shown)
     for message in calc.warnings:
-        o.warn(message)
+        terminal.warn(message)
     fmt = resolve_format(fmt)
     extra = {"training": document(calc.training)} if fmt == "json" else None
     with latex.standalone(standalone):

@@ -119,7 +119,7 @@ def walk(
             train=training,
         )
         for message in w.session.graph.warnings:
-            o.warn(message)
+            terminal.warn(message)
         show(w, fmt, precision, quiz, export, plain, html, no_pause)
 
     o.guarded(run, debug)

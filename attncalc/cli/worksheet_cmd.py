@@ -106,7 +106,7 @@ def _calculation(ctx: typer.Context, p: dict, stages: list[str]):
     else:
         calc = Calculation(request)
     for message in calc.graph.warnings:
-        o.warn(message)
+        terminal.warn(message)
     if calc.stage != depth and p["layer"] is None:
         raise InputError("--to", f"a stage this input reaches (up to {calc.stage})", stages[-1])
     return calc, name

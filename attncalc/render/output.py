@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,8 +37,7 @@ def pick_cell(session: Session, values: dict, text: str, default: str):
         return name, ()
     index = parse_cell(where, node.rows, node.cols, np.shape(values[name]))
     for part in both_ways(where, node.rows, node.cols, np.shape(values[name])):
-        terminal.clear(sys.stderr)
-        sys.stderr.write(terminal.shown(f"attncalc: warning: {texts.t('cell.both', part=part)}") + "\n")
+        terminal.warn(texts.t("cell.both", part=part))
     return name, index
 
 
