@@ -2,6 +2,7 @@
 Hypothesis' profile: tests/profiles.py."""
 
 import json
+import os
 
 import profiles  # noqa: F401  (loads the Hypothesis profile HYPOTHESIS_PROFILE names, before any test module)
 import pytest
@@ -28,9 +29,22 @@ def cli(monkeypatch):
     runner = CliRunner()
 
     def run(*args, input=None):
-        return runner.invoke(app, [str(a) for a in args], input=input)
+        result = runner.invoke(app, [str(a) for a in args], input=input)
+        if result.exit_code:
+            named_once(result.stderr, [str(a) for a in args])
+        return result
 
     return run
+
+
+def named_once(stderr: str, args: list[str]) -> None:
+    """Every error any test provokes through the runner names each file it was given at most once (issue 36: "an
+    error message repeats the file's path twice"): a path is said as where the trouble is, not again as what was
+    found."""
+    for arg in args:
+        path = arg.split("=", 1)[-1]
+        if os.sep in path and len(path) > 2 and os.path.exists(os.path.dirname(path) or "."):
+            assert stderr.count(path) <= 1, f"{path} named {stderr.count(path)} times in: {stderr}"
 
 
 def doc(result) -> dict:

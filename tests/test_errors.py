@@ -270,3 +270,56 @@ def test_rope_scaling_numbers_are_checked(cli, scaling, field, expected):
     assert_bad(
         cli("qkv", "--example", "rope", "--set", f"position.scaling={value}"), f"position.scaling.{field}", expected
     )
+
+
+def test_an_error_names_each_file_it_was_given_once(cli, tmp_path):
+    """Issue 36's "an error message repeats the file's path twice", held for every kind of file a command reads
+    or writes: the path is where the trouble is, said once (conftest's runner checks the same of every error
+    any test provokes)."""
+    from conftest import named_once
+
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (tmp_path / "bad.json").write_text("{bad", encoding="utf-8")
+    (tmp_path / "list.json").write_text("[1]", encoding="utf-8")
+    (tmp_path / "garbage.gguf").write_bytes(b"garbage")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "gpt2"}', encoding="utf-8")
+    (model / "model.safetensors").write_bytes(b"x" * 16)
+    ragged = tmp_path / "ragged.json"
+    ragged.write_text(json.dumps(mutated(lambda fx: fx["attention"]["Wv"][1].pop())), encoding="utf-8")
+    ragged_sheet = tmp_path / "ragged_sheet.json"
+    ragged_sheet.write_text('{"S": [[1, 2, 3], [1, 2]]}', encoding="utf-8")
+    sheet = tmp_path / "sheet.txt"
+    sheet.write_text("# attncalc worksheet --precision x\nS =\n1 2\n", encoding="utf-8")
+    missing, bad, lst, gguf = (str(tmp_path / n) for n in ("missing.json", "bad.json", "list.json", "garbage.gguf"))
+    cases = [
+        ("attend", "--fixture", missing),
+        ("attend", "--fixture", str(folder)),
+        ("attend", "--fixture", bad),
+        ("attend", "--fixture", lst),
+        ("attend", "--fixture", str(ragged)),  # was `ragged.json: attention.Wv[1]: … like ragged.json: attention.Wv[0]`
+        ("softmax", missing),
+        ("check", str(tmp_path / "missing.txt")),
+        ("check", str(sheet)),
+        ("check", str(folder)),
+        ("check", str(ragged_sheet), "-e", "woaini"),
+        ("softmax", "--model", str(folder), "--ids", "1"),
+        ("softmax", "--model", str(model), "--ids", "1"),
+        ("softmax", "--model", gguf, "--ids", "1"),
+        ("cost", bad, "--prompt", "1", "--generate", "1", "--gpu", "H100-SXM"),
+        ("cost", str(folder), "--prompt", "1", "--generate", "1", "--gpu", "H100-SXM"),
+        ("kvcache", lst, "--tokens", "4"),
+        ("worksheet", "-e", "woaini", "-o", str(folder)),
+        ("walk", "-e", "woaini", "--html", str(folder)),
+    ]
+    for args in cases:
+        result = cli(*args)
+        assert result.exit_code == 2, (args, result.output)
+        given = [i for i, a in enumerate(args) if a.startswith(str(tmp_path))][0]
+        option = args[given - 1] if args[given - 1].startswith("-") else None
+        assert args[given] in result.stderr or option in result.stderr, (args, result.stderr)  # the file is named …
+        named_once(result.stderr, list(args))  # … once
+    with pytest.raises(AssertionError):
+        named_once(f"{bad}: expected valid JSON, found [Errno 2] No such file: '{bad}'", [bad])

@@ -210,6 +210,21 @@ def unwritable(e: OSError) -> str | None:
     return f"standard output: {e.strerror}" if e.errno in full and e.filename is None else None
 
 
+def writable_path(path: str, option: str) -> None:
+    """Refuse, before any work, a path an output option cannot write: a folder, or a file in a folder that is
+    not there (the walk computes for seconds before it writes; the disk's own errors still come at the write)."""
+    import errno
+
+    from attncalc.errors import InputError
+
+    expected = f"a file {option} can write"
+    if os.path.isdir(path):
+        raise InputError(path, expected, os.strerror(errno.EISDIR))
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise InputError(path, expected, f"no folder {folder}")
+
+
 def fail(message: str, code: int = 2) -> None:
     """One line on stderr, then exit: the way every error leaves (with the documented code even when stderr
     cannot take the line: `2>/dev/full` must not turn a 2 into Python's 1)."""

@@ -147,6 +147,9 @@ def check_outputs(fmt, lang, quiz: bool, export, plain: bool, html, no_pause: bo
         ]
         if clash:
             raise InputError("--html", "the page alone (it is not shown on the terminal)", " and ".join(clash))
+    for option, path in (("--html", html), ("--export", export)):
+        if path and path != "-":
+            o.writable_path(path, option)
 
 
 def show(w, fmt, precision: int, quiz: bool, export, plain: bool, html, no_pause: bool) -> None:

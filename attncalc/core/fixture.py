@@ -48,7 +48,7 @@ def _check_rectangular(value, path: str, depth: int = 0) -> None:
         for k, r in enumerate(value):
             n = len(r) if isinstance(r, list) else "a number"
             if n != first:
-                raise InputError(f"{path}[{k}]", f"{first} entries like {path}[0] (rows must be equal)", str(n))
+                raise InputError(f"{path}[{k}]", f"{first} entries like entry [0] (rows must be equal)", str(n))
     for k, r in enumerate(value):
         if isinstance(r, list) and isinstance(r[0] if r else None, list):
             _check_rectangular(r, f"{path}[{k}]", depth + 1)

@@ -83,7 +83,7 @@ def _blocks(v, where: str):
             shape = s
         elif s != shape:
             raise InputError(
-                f"{where}[{k}]", f"{_shape_text(shape)} like {where}[0] (rows must be equal)", _shape_text(s)
+                f"{where}[{k}]", f"{_shape_text(shape)} like entry [0] (rows must be equal)", _shape_text(s)
             )
         cells += c
     return (len(v), *shape), cells
