@@ -1,16 +1,18 @@
 """The validation table of docs/cost.md: every row's setup, its measurement and its source.
 
 `CHOSEN` are the rows the default efficiencies, the link latency α and the request overhead were chosen from;
-`HELD_OUT` were collected afterwards (issue 37) and changed nothing. Each row: (key, figure, model config,
+`INSPECTED` were held out in issue 37's first session and inspected in its second to find what the model missed
+(so they are chosen-from now); `HELD_OUT` were collected in the second session before any term changed, and
+their errors were first computed when the model was done. Each row: (key, figure, model config,
 --gpu, cost options, measured value, source). Figures: `TTFT client` and `TPOT` in ms as a client times a request,
 `TTFT engine` in ms as the engine times its first token, `static s` a static batch's whole run in seconds,
 `static tok/s/GPU` and `static tok/s` that run's output tokens per second, `in-flight tok/s` the output tokens per
-second of in-flight batching under unbounded load.
+second of in-flight batching under unbounded load (`in-flight tok/s/GPU` the same per GPU).
 """
 
 FP8 = dict(dtype="fp8", weights_dtype="fp8", kv_dtype="fp8")
 N, S, F = "N", "S", "F"  # the chosen rows' sources, as docs/cost.md names them
-T05, T06, T10, OCI = "T05", "T06", "T10", "OCI"
+T05, T06, T10, OCI, A10, T12 = "T05", "T06", "T10", "OCI", "A10", "T12"
 
 CHOSEN = [
     ("NIM-8B", "TPOT", "llama-3-8b.json", "H100-SXM", dict(prompt=1000, generate=1000, dtype="fp8", weights_dtype="fp8"), 4.63, N),
@@ -92,8 +94,50 @@ def _held_out():
     return rows
 
 
-HELD_OUT = _held_out()
-RATES = ("static tok/s/GPU", "static tok/s", "in-flight tok/s")  # the bound is an upper bound on these
+# AMD's vLLM 0.10.2 latency rows (source [A10]; `vllm bench latency`, Llama 3.1 70B FP8-KV, TP8, 128 -> 2048):
+# read while collecting the fresh rows, and batch 1's time per token worked out from it, so not held out
+A10_LATENCY = [
+    (f"A10-70B-b{batch}", "static s", "llama-3-70b.json", "MI300X",
+     dict(prompt=128, generate=2048, batch=batch, tp=8, **FP8), seconds, A10)
+    for batch, seconds in ((1, 15.882), (2, 17.934), (4, 18.487))
+]  # fmt: skip
+INSPECTED = _held_out() + A10_LATENCY  # held out until issue 37's second session, which inspected them
+
+
+def _fresh():
+    """Collected in issue 37's second session before any term was changed, their errors not computed until the
+    model was done (docs/cost.md, sources [A10] and [T12])."""
+    rows = []
+    # AMD ROCm performance results, vLLM 0.10.2 (rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006), 8 x MI300X, TP8,
+    # amd/Llama-3.1-*-Instruct-FP8-KV (fp8 weights and KV), requests at an infinite rate, --max-num-seqs given
+    fp8_tp8 = dict(tp=8, **FP8)
+    for model, name, cases in (
+        ("llama-3-70b.json", "70B", ((128, 2048, 3200, 13212.5), (128, 4096, 1500, 11312.8),
+                                     (500, 2000, 2000, 11376.7), (2048, 2048, 1500, 7252.1))),
+        ("llama-3.1-405b.json", "405B", ((128, 2048, 1500, 4201.7), (128, 4096, 1500, 3176.3),
+                                         (500, 2000, 2000, 2992.0), (2048, 2048, 500, 2153.7))),
+    ):  # fmt: skip
+        for prompt, generate, seqs, value in cases:
+            kw = dict(prompt=prompt, generate=generate, max_seqs=seqs, **fp8_tp8)
+            rows.append((f"A10-{name}-{prompt}-{generate}", "in-flight tok/s", model, "MI300X", kw, value, A10))
+    # TensorRT-LLM perf-overview (docs/source/developer-guide, commit 03e27c7), trtllm-bench throughput, PyTorch
+    # backend, nvidia/Llama-3.3-70B-Instruct-FP8, TP2, "Output Throughput per GPU"
+    for gpu, cases in (
+        ("H200", ((1000, 1000, 2587), (1024, 1024, 2582), (1024, 8192, 2009), (8192, 1024, 537), (32768, 1024, 120))),
+        ("H100-SXM", ((1000, 1000, 2209), (8192, 1024, 398))),
+    ):  # fmt: skip
+        for prompt, generate, value in cases:
+            kw = dict(prompt=prompt, generate=generate, tp=2, **FP8)
+            tag = gpu.split("-")[0]
+            rows.append(
+                (f"T12-70B-{tag}-{prompt}-{generate}", "in-flight tok/s/GPU", "llama-3-70b.json", gpu, kw, value, T12)
+            )
+    return rows
+
+
+FRESH = _fresh()
+HELD_OUT = _held_out()  # docs/cost.md's second table until the model is done (then FRESH)
+RATES = ("static tok/s/GPU", "static tok/s", "in-flight tok/s", "in-flight tok/s/GPU")  # upper bounds on these
 
 
 def figures(figure: str, r: dict) -> tuple[float, float]:
@@ -110,4 +154,5 @@ def figures(figure: str, r: dict) -> tuple[float, float]:
     if figure in ("static tok/s/GPU", "static tok/s"):
         per = gpus if figure.endswith("GPU") else 1
         return load["static"]["bound_tokens_per_s"] / per, load["static"]["tokens_per_s"] / per
-    return load["in_flight"]["bound_tokens_per_s"], load["in_flight"]["tokens_per_s"]
+    per = gpus if figure.endswith("GPU") else 1
+    return load["in_flight"]["bound_tokens_per_s"] / per, load["in_flight"]["tokens_per_s"] / per
