@@ -13,7 +13,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
-from validation_rows import CHOSEN, FRESH, INSPECTED, figures  # noqa: E402
+from validation_rows import CHOSEN, EXAMINED, HELD_OUT, figures  # noqa: E402
 
 from attncalc.inputs.model_config import read_config  # noqa: E402
 from attncalc.serving.cost import serving_cost  # noqa: E402
@@ -59,7 +59,7 @@ def summary(errors):
 
 
 if __name__ == "__main__":
-    groups = (("chosen", "Chosen from", CHOSEN), ("inspected", "Inspected", INSPECTED), ("held", "Held out", FRESH))
+    groups = (("chosen", "Chosen from", CHOSEN), ("inspected", "Inspected", EXAMINED), ("held", "Held out", HELD_OUT))
     wanted = sys.argv[1:] or [key for key, _, _ in groups]
     for _, name, rows in (group for group in groups if group[0] in wanted):
         print(f"\n{name}\n\n{HEAD}\n|" + "---|" * 13)

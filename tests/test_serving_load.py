@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from attncalc.errors import InputError
 from attncalc.inputs.model_config import read_config
 from attncalc.serving.cost import serving_cost
 from attncalc.serving.estimate import allreduce
@@ -129,30 +130,71 @@ FP8 = dict(dtype="fp8", weights_dtype="fp8")
 
 
 def test_steady_state_batch_and_tokens_per_second_by_hand():
-    """Llama-3-8B in fp8 (weights, compute, KV) on one H100 SXM, 128 → 128, in-flight batching."""
+    """Llama-3-8B in fp8 (weights, compute, KV) on one H100 SXM, 128 → 128, in-flight batching as vLLM admits it."""
     r = serving_cost(load("llama-3-8b.json"), prompt=128, generate=128, hardware=preset("H100-SXM"), **FP8)
     fl = r["throughput"]["in_flight"]
-    # a sequence half-way holds 128 + 128 / 2 = 192 tokens of 2 × 32 × 8 × 128 × 1 = 65,536 B: 12,582,912 B
-    assert fl["kv_bytes_per_sequence"] == 192 * 65_536 == 12_582_912
-    # room: 0.9 × 80e9 − 8,030,261,248 = 63,969,738,752 B → ⌊5083.9⌋ = 5083 sequences; vLLM's cap 256
-    assert fl["room_bytes"] == 0.9 * 80e9 - 8_030_261_248 and fl["fits"] == 5083 and fl["batch"] == 256
-    # a step: 256 decode tokens + 256 × 128 / 128 = 256 prompt tokens (2 requests' prompts)
-    flops = (
-        2 * 6_979_321_856 * 512  # every token through the layers' weights
-        + 2 * 525_336_576 * 256  # lm_head for the decode tokens
-        + 256 * (2 * 32 * (128 + 128) * 32) * 192  # each decode token sees 192 keys on 32 layers
-        + 2 * (4 * 32 * 128 * 32 * (128 * 129 // 2))  # two prompts' causal attention
-    )
-    assert fl["step"]["flops"] == flops == 7_450_224_754_688
-    nbytes = 8_030_261_248 + 256 * 12_582_912  # the weights once, the cache of 256 sequences
-    assert fl["step"]["bytes"] == nbytes == 11_251_486_720
-    # compute-bound: 7.4502e12 / (0.6 × 1979e12) = 6.2744 ms; + 32 × 15 µs + 0.5 ms = 7.2544 ms
-    step = flops / (0.6 * 1979e12) + 32 * 15e-6 + 0.5e-3
-    assert fl["step"]["bound"] == "compute" and fl["step"]["seconds"] == pytest.approx(step, rel=1e-12)
-    assert fl["tokens_per_s"] == pytest.approx(256 / step, rel=1e-12) and round(fl["tokens_per_s"]) == 35_289
+    # vLLM takes pages as tokens arrive: a sequence half-way holds 128 + 128 / 2 = 192 tokens of
+    # 2 × 32 × 8 × 128 × 1 = 65,536 B: 12,582,912 B
+    assert fl["engine"] == "vllm" and fl["kv_bytes_per_sequence"] == 192 * 65_536 == 12_582_912
+    # room: 0.9 × 80e9 − 8,030,261,248 = 63,969,738,752 B → ⌊5083.9⌋ = 5083 sequences; 80e9 B = 74.5 GiB ≥ 70 GiB,
+    # so vLLM's caps are 1024 sequences and 16,384 tokens a step: ⌊16384 / (1 + 128 / 128)⌋ = 8192 sequences
+    assert fl["room_bytes"] == 0.9 * 80e9 - 8_030_261_248 and fl["fits"] == 5083
+    assert (fl["max_seqs"], fl["max_tokens"], fl["by_tokens"], fl["batch"]) == (1024, 16384, 8192, 1024)
+    # a step: 1024 decode tokens + 1024 × 128 / 128 = 1024 prompt tokens (8 requests' prompts), two kinds of kernel
+    matmul = 2 * 6_979_321_856 * 2048 + 2 * 525_336_576 * 1024  # every token through the weights; lm_head decodes
+    attention = 1024 * (2 * 32 * (128 + 128) * 32) * 192 + 8 * (4 * 32 * 128 * 32 * (128 * 129 // 2))
+    cache = 1024 * 12_582_912  # the cache of 1024 sequences, read by attention
+    assert fl["step"]["flops"] == matmul + attention == 29_800_899_018_752
+    assert fl["step"]["bytes"] == 8_030_261_248 + cache
+    # matmuls: max(2.9663e13 / (0.6 × 1979e12), 8.03e9 / (0.8 × 3.35e12)) = 24.98 ms (compute);
+    # attention: max(1.377e11 / (0.6 × 1979e12), 1.2885e10 / (0.8 × 3.35e12)) = 4.808 ms (memory); they add
+    matmul_s = matmul / (0.6 * 1979e12)
+    attention_s = cache / (0.8 * 3.35e12)
+    assert fl["step"]["kernels_s"] == pytest.approx({"matmul": matmul_s, "attention": attention_s}, rel=1e-12)
+    step = matmul_s + attention_s + 32 * 15e-6 + 0.5e-3
+    assert fl["step"]["seconds"] == pytest.approx(step, rel=1e-12) and step == pytest.approx(30.7694e-3, abs=1e-7)
+    assert fl["tokens_per_s"] == pytest.approx(1024 / step, rel=1e-12) and round(fl["tokens_per_s"]) == 33_280
     assert (
-        fl["requests_per_s"] == pytest.approx(256 / step / 128) and fl["total_tokens_per_s"] == 2 * fl["tokens_per_s"]
+        fl["requests_per_s"] == pytest.approx(1024 / step / 128) and fl["total_tokens_per_s"] == 2 * fl["tokens_per_s"]
     )
+    # the older cap by hand (vLLM before its batch defaults grew with the GPU): 256 sequences
+    assert serving_cost(load("llama-3-8b.json"), prompt=128, generate=128, hardware=preset("H100-SXM"), max_seqs=256,
+                        **FP8)["throughput"]["in_flight"]["batch"] == 256  # fmt: skip
+
+
+def test_tensorrt_llm_reserves_the_whole_sequence():
+    """GUARANTEED_NO_EVICT: a request is admitted with room for its last token; the cache is 0.9 of the memory the
+    weights leave; trtllm-bench's caps are 4096 sequences and 32,768 tokens a step."""
+    cfg = load("llama-3-8b.json")
+    kw = dict(prompt=1000, generate=1000, hardware=preset("H100-SXM"), **FP8)
+    trt = serving_cost(cfg, engine="trtllm", **kw)["throughput"]["in_flight"]
+    # 0.9 × (80e9 − 8,030,261,248) = 64,772,764,876.8 B; a sequence holds 2000 × 65,536 = 131,072,000 B → 494
+    assert trt["room_bytes"] == pytest.approx(0.9 * (80e9 - 8_030_261_248), rel=1e-15)
+    assert trt["kv_bytes_per_sequence"] == 2000 * 65_536 and trt["fits"] == 494
+    assert (trt["max_seqs"], trt["max_tokens"], trt["by_tokens"], trt["batch"]) == (4096, 32768, 16384, 494)
+    # the same lengths under vLLM: half-way 1500 tokens, 98,304,000 B → ⌊63,969,738,752 / 98,304,000⌋ = 650
+    vllm = serving_cost(cfg, **kw)["throughput"]["in_flight"]
+    assert vllm["kv_bytes_per_sequence"] == 1500 * 65_536 and vllm["fits"] == 650 and vllm["batch"] == 650
+    with pytest.raises(InputError, match="--engine"):
+        serving_cost(cfg, engine="sglang", **kw)
+
+
+def test_a_step_s_kernels_add_where_one_roofline_would_overlap_them():
+    """A mixed step: its matmuls compute-bound, its attention memory-bound. One roofline over the step's totals
+    would take the larger of the two sides; the kernels run in turn, so each is timed alone and they add."""
+    from attncalc.serving.estimate import step
+    from attncalc.serving.hardware import EFFICIENCY
+
+    eff = EFFICIENCY["datacenter"]
+    parts = {"matmul": (1.2e12, 1e9), "attention": (1e10, 2e9)}
+    one = step(1.21e12, 3e9, peak=1e15, bandwidth=2e12, efficiency=eff, layers=10, comm_s=1e-4, parts=parts)
+    # matmul: max(1.2e12 / 6e14, 1e9 / 1.6e12) = max(2 ms, 0.625 ms) = 2 ms;
+    # attention: max(1e10 / 6e14, 2e9 / 1.6e12) = max(16.7 µs, 1.25 ms) = 1.25 ms
+    assert one["kernels_s"] == pytest.approx({"matmul": 2e-3, "attention": 1.25e-3}, rel=1e-12)
+    assert one["seconds"] == pytest.approx(2e-3 + 1.25e-3 + 10 * 15e-6 + 0.5e-3 + 1e-4, rel=1e-12)
+    # one roofline over the totals: max(1.21e12 / 6e14, 3e9 / 1.6e12) = 2.0167 ms, 1.23 ms less
+    alone = step(1.21e12, 3e9, peak=1e15, bandwidth=2e12, efficiency=eff, layers=10, comm_s=1e-4)
+    assert alone["seconds"] == pytest.approx(1.21e12 / 6e14 + 10 * 15e-6 + 0.5e-3 + 1e-4, rel=1e-12)
 
 
 def test_static_batch_by_hand():

@@ -1,7 +1,7 @@
 """The validation table of docs/cost.md: every row's setup, its measurement and its source.
 
 `CHOSEN` are the rows the default efficiencies, the link latency α and the request overhead were chosen from;
-`INSPECTED` were held out in issue 37's first session and inspected in its second to find what the model missed
+`EXAMINED` (docs/cost.md's "Inspected") were held out in issue 37's first session and inspected in its second to find what the model missed
 (so they are chosen-from now); `HELD_OUT` were collected in the second session before any term changed, and
 their errors were first computed when the model was done. Each row: (key, figure, model config,
 --gpu, cost options, measured value, source). Figures: `TTFT client` and `TPOT` in ms as a client times a request,
@@ -79,17 +79,18 @@ def _held_out():
     ]
     for name, model, gpu, tp, measured in inflight:
         for (prompt, generate), value in zip(lengths, measured):
-            kw = dict(prompt=prompt, generate=generate, tp=tp, **FP8)
+            kw = dict(prompt=prompt, generate=generate, tp=tp, engine="trtllm", **FP8)
             rows.append((f"T10-{name}-{prompt}-{generate}", "in-flight tok/s", model, gpu, kw, value, T10))
     # Oracle Cloud, vLLM on 8 × MI300X, Llama 3.1 405B FP8: benchmark_latency.py (static) and benchmark_throughput.py
     oci = dict(tp=8, dtype="fp8", weights_dtype="fp8")
+    oci_load = dict(oci, max_seqs=256)  # every vLLM release of 2024 defaulted max_num_seqs to 256
     for batch, seconds in ((1, 3.530), (2, 3.583), (4, 3.734), (8, 3.974), (16, 4.375), (32, 5.130), (64, 6.919),
                            (128, 10.340), (256, 17.750)):  # fmt: skip
         kw = dict(prompt=128, generate=128, batch=batch, **oci)
         rows.append((f"OCI-405B-b{batch}", "static s", "llama-3.1-405b.json", "MI300X", kw, seconds, OCI))
     rows += [
-        ("OCI-405B-128-128", "in-flight tok/s", "llama-3.1-405b.json", "MI300X", dict(prompt=128, generate=128, **oci), 1993, OCI),
-        ("OCI-405B-128-2048", "in-flight tok/s", "llama-3.1-405b.json", "MI300X", dict(prompt=128, generate=2048, **oci), 2794, OCI),
+        ("OCI-405B-128-128", "in-flight tok/s", "llama-3.1-405b.json", "MI300X", dict(prompt=128, generate=128, **oci_load), 1993, OCI),
+        ("OCI-405B-128-2048", "in-flight tok/s", "llama-3.1-405b.json", "MI300X", dict(prompt=128, generate=2048, **oci_load), 2794, OCI),
     ]  # fmt: skip
     return rows
 
@@ -101,7 +102,7 @@ A10_LATENCY = [
      dict(prompt=128, generate=2048, batch=batch, tp=8, **FP8), seconds, A10)
     for batch, seconds in ((1, 15.882), (2, 17.934), (4, 18.487))
 ]  # fmt: skip
-INSPECTED = _held_out() + A10_LATENCY  # held out until issue 37's second session, which inspected them
+EXAMINED = _held_out() + A10_LATENCY  # held out until issue 37's second session, which inspected them
 
 
 def _fresh():
@@ -127,7 +128,7 @@ def _fresh():
         ("H100-SXM", ((1000, 1000, 2209), (8192, 1024, 398))),
     ):  # fmt: skip
         for prompt, generate, value in cases:
-            kw = dict(prompt=prompt, generate=generate, tp=2, **FP8)
+            kw = dict(prompt=prompt, generate=generate, tp=2, engine="trtllm", **FP8)
             tag = gpu.split("-")[0]
             rows.append(
                 (f"T12-70B-{tag}-{prompt}-{generate}", "in-flight tok/s/GPU", "llama-3-70b.json", gpu, kw, value, T12)
@@ -135,8 +136,7 @@ def _fresh():
     return rows
 
 
-FRESH = _fresh()
-HELD_OUT = _held_out()  # docs/cost.md's second table until the model is done (then FRESH)
+HELD_OUT = _fresh()
 RATES = ("static tok/s/GPU", "static tok/s", "in-flight tok/s", "in-flight tok/s/GPU")  # upper bounds on these
 
 

@@ -96,19 +96,30 @@ def send(values: int, value_bytes: int, link) -> dict:
     return {"bytes": nbytes, "transfer_s": transfer, "latency_s": link.latency, "seconds": transfer + link.latency}
 
 
-def step(flops: float, nbytes: float, *, peak: float, bandwidth: float, efficiency, layers: int, comm_s: float) -> dict:
-    """The estimate of one step on one GPU of the group: the roofline at achieved rates, plus fixed costs."""
+def step(
+    flops: float, nbytes: float, *, peak: float, bandwidth: float, efficiency, layers: int, comm_s: float, parts=None
+) -> dict:
+    """The estimate of one step on one GPU of the group: the roofline at achieved rates, plus fixed costs.
+
+    With `parts` ({kind: (FLOPs, bytes)}, the kinds of kernel the step runs), each kind is timed by its own
+    roofline and the times add: a GPU runs a step's kernels one after another, so the matmuls' arithmetic does not
+    hide attention's cache reads (a step mixing prompt tokens and a large cache is both, in turn)."""
     compute = flops / (efficiency.compute * peak)
     memory = nbytes / (efficiency.memory * bandwidth)
     fixed = layers * efficiency.layer + efficiency.step
+    kernels = {
+        kind: max(f / (efficiency.compute * peak), b / (efficiency.memory * bandwidth))
+        for kind, (f, b) in (parts or {"all": (flops, nbytes)}).items()
+    }
     return {
+        "kernels_s": kernels,
         "flops": flops,
         "bytes": nbytes,
         "compute_s": compute,
         "memory_s": memory,
         "fixed_s": fixed,
         "comm_s": comm_s,
-        "seconds": max(compute, memory) + fixed + comm_s,
+        "seconds": sum(kernels.values()) + fixed + comm_s,
         "bound": "compute" if compute >= memory else "memory",
         "intensity": flops / nbytes if nbytes else float("inf"),  # FLOPs per byte moved
         "ridge": peak / bandwidth,  # the intensity above which the peak FLOP/s, not bandwidth, limits
