@@ -107,6 +107,38 @@ def test_deepseek_v3_total_equals_transformers():
     assert sum(t.numel() for t in model.parameters()) == parameter_terms(load("deepseek-v3.json"))["total"]
 
 
+def test_kimi_k2_one_trillion_total_32b_active_term_by_term():
+    """Kimi K2 (moonshotai/Kimi-K2-Instruct, DeepSeek-V3's architecture): 64 heads, 1 dense layer, 384 routed
+    experts and 1 shared, 8 per token, a 163,840-token vocabulary; Moonshot: 1T total, 32B activated."""
+    cfg = load("kimi-k2.json")
+    p = parameter_terms(cfg)
+    # MLA per layer: q_a 7168 × 1536 + 1536 + q_b 1536 × 64 × 192 + kv_a 7168 × 576 + 512 + kv_b 512 × 64 × 256
+    # + o 64 × 128 × 7168 = 11,010,048 + 1,536 + 18,874,368 + 4,128,768 + 512 + 8,388,608 + 58,720,256
+    attention = 101_124_096
+    assert sum(t["count"] for t in p["per_layer"][:7]) == attention
+    dense = attention + 3 * 7168 * 18432 + 2 * 7168  # 1 dense layer: 497,500,160
+    assert p["dense"]["layers"] == 1 and p["dense"]["per_layer_total"] == dense == 497_500_160
+    # 60 MoE layers: router 7168 × 384, 384 experts × 3 × 7168 × 2048, 1 shared expert, 2 norms
+    moe = attention + 7168 * 384 + 384 * 44_040_192 + 44_040_192 + 2 * 7168
+    assert p["layers"] == 60 and p["per_layer_total"] == moe == 17_059_364_864
+    once = 2 * 163840 * 7168 + 7168  # embed_tokens, lm_head (untied), the final norm
+    assert p["total"] == dense + 60 * moe + once == 1_026_408_209_408
+    active_moe = attention + 7168 * 384 + 9 * 44_040_192 + 2 * 7168  # 8 of 384 routed and the shared one
+    assert p["active"] == dense + 60 * active_moe + once == 32_861_477_888
+    assert round(p["total"] / 1e12) == 1 and int(p["active"] / 1e9) == 32
+    # the latent cache: 61 × (512 + 64) × 2 B, as DeepSeek-V3's (its 64 heads do not enter it)
+    assert kv_cache(cfg, 1)["per_token_bytes"] == 61 * 576 * 2 == 70_272
+
+
+def test_kimi_k2_total_equals_transformers():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    fields = {k: v for k, v in load("kimi-k2.json").items() if k not in ("rope_scaling", "model_type")}
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.DeepseekV3Config(**fields))
+    assert sum(t.numel() for t in model.parameters()) == parameter_terms(load("kimi-k2.json"))["total"]
+
+
 def test_deepseek_v3_is_costed_with_its_latent_cache_on_every_gpu(cli):
     from conftest import doc
 
