@@ -211,6 +211,22 @@ def test_tensorrt_llm_reserves_the_whole_sequence():
         serving_cost(cfg, engine="sglang", **kw)
 
 
+def test_engine_option_through_the_cli(cli):
+    from conftest import doc
+
+    path = os.path.join(CONFIGS, "llama-3-8b.json")
+    args = "--prompt 1000 --generate 1000 --gpu H100-SXM --dtype fp8 --weights-dtype fp8".split()
+    d = doc(cli("cost", path, *args, "--engine", "trtllm", "-f", "json"))
+    fl = d["throughput"]["in_flight"]
+    assert fl["engine"] == "trtllm" and fl["fits"] == 494 and fl["batch"] == 494  # as derived above
+    d = doc(cli("cost", path, *args, "--engine", "trtllm", "--max-seqs", "300", "-f", "json"))
+    assert d["throughput"]["in_flight"]["batch"] == 300 and d["throughput"]["in_flight"]["max_seqs"] == 300
+    r = cli("cost", path, *args, "--engine", "sglang")
+    assert r.exit_code == 2 and "--engine" in r.stderr and "vllm or trtllm" in r.stderr and "sglang" in r.stderr
+    text = cli("cost", path, *args, "--engine", "trtllm", "-f", "markdown").stdout
+    assert "GUARANTEED_NO_EVICT" in text and "matmuls" in text and "attention" in text
+
+
 def test_a_step_s_kernels_add_where_one_roofline_would_overlap_them():
     """A mixed step: its matmuls compute-bound, its attention memory-bound. One roofline over the step's totals
     would take the larger of the two sides; the kernels run in turn, so each is timed alone and they add."""
