@@ -163,6 +163,49 @@ def _t17():
 
 
 HELD_OUT = _fresh() + _t17()
+
+
+# Issue 37's third session: a new held-out group, collected before any term changed in that session and its
+# errors not computed until the model was done. [T09] TensorRT-LLM v0.9.0, `docs/source/performance.md`
+# ("All data was generated using version 0.9.0"): gptSessionBenchmark, static batches run to the end ("Peak
+# Throughput", output tokens/s per GPU) and batch 1 with one output token ("Low Latency", first-token latency);
+# FP8 weights and KV cache on H200, H100 (HBM3 80 GB), L40S, FP16 on A100; LLaMA 7B and 70B are Llama 2
+# (its methodology's build commands), GPT-J and Falcon 180B left out (no config). [VB] vLLM's nightly
+# performance benchmark (Buildkite build 9515 of vllm/performance-benchmark, H200, default dtype bf16,
+# `benchmark_latency.py`): 32 -> 128 tokens at a fixed batch of 8, mean end-to-end latency.
+T09, VB = "T09", "VB"
+T09_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "validation_t09.csv")  # as published
+T09_PRECISION = {"H200": FP8, "H100-SXM": FP8, "L40S": FP8, "A100-80GB": {}}
+
+
+def _t09():
+    rows = []
+    with open(T09_TABLE, encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            gpu, tp, batch, prompt, generate = (
+                r["gpu"],
+                int(r["tp"]),
+                int(r["batch"]),
+                int(r["prompt"]),
+                int(r["generate"]),
+            )
+            kw = dict(prompt=prompt, generate=generate, batch=batch, tp=tp, **T09_PRECISION[gpu])
+            tag = "ttft" if r["figure"] == "TTFT engine" else f"b{batch}"
+            key = f"T09-{r['model'].replace(' ', '')}-{gpu.split('-')[0]}-TP{tp}-{tag}-{prompt}-{generate}"
+            value = float(r["measured"])
+            rows.append((key, r["figure"], r["config"], gpu, kw, int(value) if value.is_integer() else value, T09))
+    return rows
+
+
+VLLM_NIGHTLY = [
+    (f"VB-{name}-H200-b8", "static s", model, "H200", dict(prompt=32, generate=128, batch=8, tp=tp), seconds, VB)
+    for name, model, tp, seconds in (
+        ("70B", "llama-3-70b.json", 4, 2.07753),
+        ("8B", "llama-3-8b.json", 1, 0.833421),
+        ("Mixtral", "mixtral-8x7b.json", 2, 1.91744),
+    )
+]  # fmt: skip
+FRESH_3 = _t09() + VLLM_NIGHTLY  # issue 37's third session: held out
 RATES = ("static tok/s/GPU", "static tok/s", "in-flight tok/s", "in-flight tok/s/GPU")  # upper bounds on these
 
 
