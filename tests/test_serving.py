@@ -25,19 +25,19 @@ def test_llama3_70b_all_reduce_at_tp4_by_hand():
     comm = r["terms"]["communication"]
     # prefill: batch 1 × 2048 tokens × d_model 8192 values × 2 bytes = 33,554,432 B per all-reduce
     assert comm["prefill"]["bytes"] == 33_554_432
-    # a ring sends 2 × (4 − 1) / 4 = 1.5 × of it per GPU: 50,331,648 B over NVLink4's 450e9 B/s = 111.848 µs,
-    # and takes 2 × (4 − 1) = 6 steps of α = 5 µs: 30 µs + 111.848 µs = 141.848 µs
+    # a ring sends 2 × (4 − 1) / 4 = 1.5 × of it per GPU: 50,331,648 B at the 370e9 B/s NCCL reaches of NVLink4's
+    # 450e9 = 136.0315 µs, and takes 2 × (4 − 1) = 6 steps of α = 5 µs: 30 µs + 136.0315 µs = 166.0315 µs
     assert comm["prefill"]["sent_per_gpu"] == 50_331_648 and comm["prefill"]["steps"] == 6
-    assert comm["prefill"]["transfer_s"] * 1e6 == pytest.approx(111.848, abs=1e-3)
-    assert comm["prefill"]["seconds"] == pytest.approx(6 * 5e-6 + 50_331_648 / 450e9, rel=1e-12)
-    # two per layer × 80 layers = 160 all-reduces: 160 × 141.848 µs = 22.696 ms of the prefill estimate
+    assert comm["prefill"]["transfer_s"] * 1e6 == pytest.approx(136.0315, abs=1e-4)
+    assert comm["prefill"]["seconds"] == pytest.approx(6 * 5e-6 + 50_331_648 / 370e9, rel=1e-12)
+    # two per layer × 80 layers = 160 all-reduces: 160 × 166.0315 µs = 26.565 ms of the prefill estimate
     assert comm["prefill"]["count"] == 160
-    assert r["estimate"]["prefill"]["comm_s"] * 1e3 == pytest.approx(22.6957, abs=1e-4)
+    assert r["estimate"]["prefill"]["comm_s"] * 1e3 == pytest.approx(26.5650, abs=1e-4)
     # decode (issue 37): 1 token × 8192 × 2 = 16,384 B, under 512 KiB on 4 GPUs: one-shot, each GPU reads the
-    # 3 others' 16,384 B = 49,152 B (109.2 ns) in one step of 5 µs: 160 × 5.1092 µs = 0.8175 ms, nearly all latency
+    # 3 others' 16,384 B = 49,152 B (132.8 ns at 370e9 B/s) in one step of 5 µs: 160 × 5.1328 µs = 0.8212 ms
     assert comm["decode"]["bytes"] == 16_384 and comm["decode"]["at_floor"]
     assert comm["decode"]["algorithm"] == "one-shot" and comm["decode"]["steps"] == 1
-    assert r["estimate"]["decode"]["comm_s"] == pytest.approx(160 * (5e-6 + 49_152 / 450e9), rel=1e-12)
+    assert r["estimate"]["decode"]["comm_s"] == pytest.approx(160 * (5e-6 + 49_152 / 370e9), rel=1e-12)
     assert comm["prefill"]["algorithm"] == "ring"  # 32 MiB: past the custom all-reduce's 8 MiB
     # weights split 4 ways, the 8 KV heads 2 per GPU
     assert r["gpus"]["per_gpu"]["kv_heads"] == 2
@@ -149,7 +149,7 @@ def test_pipeline_parallel_splits_layers_and_adds_sends():
     assert two["gpus"]["per_gpu"]["layers"] == 40
     assert two["gpus"]["per_gpu"]["weights_bytes"] == 70_553_706_496  # bf16 141 GB split in two
     send = two["terms"]["communication"]["pipeline_decode"]
-    assert send["bytes"] == 8192 * 2 and send["seconds"] == pytest.approx(16_384 / 450e9 + 5e-6, rel=1e-12)
+    assert send["bytes"] == 8192 * 2 and send["seconds"] == pytest.approx(16_384 / 370e9 + 5e-6, rel=1e-12)
     # the stages work in turn on one batch: no quicker than one GPU reading everything, and the bubble said
     assert two["tpot_s"] == pytest.approx((141_107_412_992 + two["kv_bytes"]) / 3.35e12, rel=1e-12)
     assert any("idle 50%" in n for n in two["notes"]) and one["gpus"]["count"] == 1

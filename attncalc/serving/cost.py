@@ -391,5 +391,10 @@ def _hardware_terms(hardware: Hardware, peak: float, link) -> dict:
         "flops": peak,
         "memory": hardware.memory,
         "estimated_flops": hardware.estimated_flops,
-        "link": None if link is None else {"name": link.name, "bandwidth": link.bandwidth, "latency_s": link.latency},
+        "link": None if link is None else _link_terms(link),
     }
+
+
+def _link_terms(link) -> dict:
+    achieved = [{"from_gpus": gpus, "fraction": fraction} for gpus, fraction in link.achieved]
+    return {"name": link.name, "bandwidth": link.bandwidth, "achieved": achieved, "latency_s": link.latency}

@@ -65,22 +65,25 @@ def allreduce_algorithm(nbytes: float, tp: int, link) -> str:
 def allreduce(values: int, value_bytes: int, tp: int, link) -> dict:
     """One all-reduce of `values` activations over `tp` GPUs, by the algorithm its size picks: bytes and time.
 
-    one-shot: every GPU reads the N − 1 others' whole buffers and adds them: 1 step of α + (N − 1) × bytes / link.
+    one-shot: every GPU reads the N − 1 others' whole buffers and adds them: 1 step of α + (N − 1) × bytes / rate.
     two-shot: a reduce-scatter then an all-gather through the peers' buffers: 2 steps of α + 2(N − 1)/N × bytes.
-    ring (NCCL): 2(N − 1) steps of α + 2(N − 1)/N × bytes (the α–β model)."""
+    ring (NCCL): 2(N − 1) steps of α + 2(N − 1)/N × bytes (the α–β model).
+    rate: what a collective reaches of the link's datasheet rate over N GPUs (`Link.rate`)."""
     nbytes = values * value_bytes
     algorithm = allreduce_algorithm(nbytes, tp, link)
     if algorithm == "one-shot":
         steps, sent = 1, (tp - 1) * nbytes
     else:
         steps, sent = (2 if algorithm == "two-shot" else 2 * (tp - 1)), 2 * (tp - 1) / tp * nbytes
-    transfer = sent / link.bandwidth
+    rate = link.rate(tp)
+    transfer = sent / rate
     latency = steps * link.latency
     return {
         "values": values,
         "bytes": nbytes,
         "algorithm": algorithm,
         "sent_per_gpu": sent,
+        "rate": rate,  # the link's bytes/s as a collective over tp GPUs reaches it
         "steps": steps,
         "transfer_s": transfer,
         "latency_s": latency,
@@ -92,7 +95,7 @@ def allreduce(values: int, value_bytes: int, tp: int, link) -> dict:
 def send(values: int, value_bytes: int, link) -> dict:
     """One pipeline boundary: the activations one stage hands the next."""
     nbytes = values * value_bytes
-    transfer = nbytes / link.bandwidth
+    transfer = nbytes / link.rate(2)  # one GPU to the next
     return {"bytes": nbytes, "transfer_s": transfer, "latency_s": link.latency, "seconds": transfer + link.latency}
 
 

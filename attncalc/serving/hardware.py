@@ -32,6 +32,12 @@ class Link:
     bandwidth: float  # bytes/s, one direction, per GPU
     latency: float  # seconds, α: one step of an all-reduce (a ring over N GPUs takes 2(N − 1), one-shot 1)
     peer_to_peer: bool = True  # GPUs read each other's memory (NVLink, xGMI): engines' one-/two-shot all-reduce
+    achieved: tuple = ((0, 1.0),)  # (from N GPUs on, the fraction of `bandwidth` a collective reaches): LINK_RATE
+
+    def rate(self, gpus: int) -> float:
+        """The bytes/s one GPU's traffic reaches in a collective over `gpus` GPUs (the datasheet's rate × the
+        achieved fraction measured for that many GPUs)."""
+        return self.bandwidth * next(fraction for at_least, fraction in reversed(self.achieved) if gpus >= at_least)
 
 
 @dataclass(frozen=True)
@@ -85,13 +91,21 @@ PRESETS = {
 # 900 GB/s" (both directions added), "PCIe Gen4 64 GB/s", "PCIe Gen5 128 GB/s" (x16, both directions). The latency
 # α of one step of a ring all-reduce is an assumption (docs/cost.md, "Estimates"), not a datasheet figure.
 US = 1e-6
+# What a collective reaches of those rates (docs/cost.md, "Link rates"). NVLink: NCCL's maintainer, NVIDIA/nccl-tests
+# issue 212: "450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth
+# of 370GB/s" (the same packet protocol on every NVLink generation). PCIe without NVLink: the ring runs through the
+# host, "determined by the bandwidth your CPU and memory can deliver" (the same maintainer, NVIDIA/nccl issue 1639),
+# where an 8-GPU PCIe Gen5 server's all_reduce_perf reached a bus bandwidth of 35 GB/s on 4 GPUs and 28 GB/s on 8,
+# of the link's 64 GB/s: 0.55 and 0.44 of the rate, taken for every PCIe generation (the same path through the host).
+NVLINK_RATE = ((0, 370 / 450),)
+PCIE_RATE = ((0, 35 / 64), (5, 28 / 64))
 LINKS = {
-    "NVLink3": Link("NVLink3", 300e9, 5 * US),
-    "NVLink4": Link("NVLink4", 450e9, 5 * US),
-    "NVLink5": Link("NVLink5", 900e9, 5 * US),
+    "NVLink3": Link("NVLink3", 300e9, 5 * US, achieved=NVLINK_RATE),
+    "NVLink4": Link("NVLink4", 450e9, 5 * US, achieved=NVLINK_RATE),
+    "NVLink5": Link("NVLink5", 900e9, 5 * US, achieved=NVLINK_RATE),
     "xGMI": Link("xGMI", 448e9, 5 * US),
-    "PCIe4": Link("PCIe4", 32e9, 10 * US, peer_to_peer=False),
-    "PCIe5": Link("PCIe5", 64e9, 10 * US, peer_to_peer=False),
+    "PCIe4": Link("PCIe4", 32e9, 10 * US, peer_to_peer=False, achieved=PCIE_RATE),
+    "PCIe5": Link("PCIe5", 64e9, 10 * US, peer_to_peer=False, achieved=PCIE_RATE),
 }
 # What a client's TTFT holds beyond the engine's prefill (docs/cost.md, "Request overhead"): chosen from the
 # short-prompt NIM row of the validation table, where the estimate fell 12.6 ms short of the measurement.
