@@ -393,3 +393,18 @@ def test_measured_from_a_vllm_bench_serve_result_file(cli, tmp_path):
     result.write_text(json.dumps({"median_tpot_ms": "7"}))
     out = cli(*args, "--measured", str(result))
     assert out.exit_code == 2 and "median_tpot_ms: expected a positive number of milliseconds" in out.stderr
+
+
+def test_amd_parts_read_no_faster_than_amds_own_bandwidth_benchmark():
+    """η_memory is capped at what the vendor's HBM benchmark reaches of the sheet: AMD's rocprofiler-compute
+    roofline test expects 3,910.62 GB/s on MI300X (5.3 TB/s sheet) and 4,287.31 GB/s on MI325X (6.0 TB/s):
+    0.73785 and 0.71455 < the data-centre 0.80, so a memory-bound step reads at exactly the benchmark's rate."""
+    from attncalc.serving.hardware import EFFICIENCY, efficiency_of
+
+    assert efficiency_of(preset("MI300X")).memory == pytest.approx(3910.62 / 5300, rel=1e-15)
+    assert efficiency_of(preset("MI325X")).memory == pytest.approx(4287.31 / 6000, rel=1e-15)
+    assert efficiency_of(preset("H100-SXM")) == EFFICIENCY["datacenter"]  # no published benchmark: 0.80 stays
+    r = serving_cost(load("llama-3-8b.json"), prompt=1000, generate=1000, hardware=preset("MI300X"))
+    decode = r["estimate"]["decode"]
+    assert r["estimate"]["efficiency"]["memory"] == pytest.approx(0.737853, abs=1e-6)
+    assert decode["memory_s"] == pytest.approx(decode["bytes"] / 3910.62e9, rel=1e-12)

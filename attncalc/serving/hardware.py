@@ -8,7 +8,7 @@ FLOP/s: those two entries carry an estimate (GPU cores × 128 FP32 lanes × 2 ×
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from attncalc.errors import InputError
 
@@ -22,6 +22,7 @@ class Hardware:
     estimated_flops: bool = False  # True when the vendor publishes no FLOP/s figure
     kind: str = "custom"  # the class whose default efficiencies apply (EFFICIENCY)
     link: str | None = None  # the GPU-to-GPU link of the usual multi-GPU machine (LINKS), None: one device
+    measured_bandwidth: float | None = None  # bytes/s the vendor's own bandwidth benchmark reaches (MEASURED)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,14 @@ def _part(name, bandwidth, memory, bf16, fp32, fp8=None, int8=None, *, kind, lin
     flops = {"bf16": bf16 * T, "fp16": bf16 * T}
     flops.update({dtype: value * T for dtype, value in (("fp8", fp8), ("int8", int8)) if value})
     flops["fp32"] = fp32 * T
-    return Hardware(name, bandwidth, flops, memory, estimated, kind, link)
+    return Hardware(name, bandwidth, flops, memory, estimated, kind, link, MEASURED.get(name))
+
+
+# What the vendor's own HBM bandwidth benchmark reaches, where one is published (docs/cost.md, "Hardware presets"):
+# AMD's rocprofiler-compute roofline benchmark, whose test expects 3,910.62 GB/s on MI300X and 4,287.31 GB/s on
+# MI325X (ROCm/rocm-systems pull request 2934, projects/rocprofiler-compute/tests/test_metric_validation.py).
+# A kernel reaches no more of the sheet than that: η_memory is capped at measured / sheet (`efficiency_of`).
+MEASURED = {"MI300X": 3910.62e9, "MI325X": 4287.31e9}
 
 
 PRESETS = {
@@ -119,7 +127,11 @@ EFFICIENCY = {
 
 
 def efficiency_of(hardware: Hardware) -> Efficiency:
-    return EFFICIENCY.get(hardware.kind, EFFICIENCY["datacenter"])
+    """The hardware class's defaults, η_memory capped at what the part's own bandwidth benchmark reaches."""
+    eff = EFFICIENCY.get(hardware.kind, EFFICIENCY["datacenter"])
+    if hardware.measured_bandwidth:
+        return replace(eff, memory=min(eff.memory, hardware.measured_bandwidth / hardware.bandwidth))
+    return eff
 
 
 def preset(name: str) -> Hardware | None:
