@@ -1,13 +1,15 @@
 """The validation table of docs/cost.md: every row's setup, its measurement and its source.
 
 `CHOSEN` are the rows the default efficiencies, the link latency α and the request overhead were chosen from;
-`EXAMINED` (docs/cost.md's "Inspected") were held out in issue 37's first session and inspected in its second to find what the model missed
-(so they are chosen-from now); `HELD_OUT` were collected in the second session before any term changed, and
-their errors were first computed when the model was done. Each row: (key, figure, model config,
---gpu, cost options, measured value, source). Figures: `TTFT client` and `TPOT` in ms as a client times a request,
-`TTFT engine` in ms as the engine times its first token, `static s` a static batch's whole run in seconds,
-`static tok/s/GPU` and `static tok/s` that run's output tokens per second, `in-flight tok/s` the output tokens per
-second of in-flight batching under unbounded load (`in-flight tok/s/GPU` the same per GPU).
+`EXAMINED` (docs/cost.md's "Inspected") are rows whose errors were seen before the model was last changed: those
+held out in issue 37's first session and inspected in its second; the second session's held-out rows (A10, T12,
+T17), whose misses the third session used to choose what to change (link rates, MI300X's bandwidth), so they are
+chosen-from now too. `HELD_OUT` (`FRESH_3`) were collected in the third session before any term changed, and their
+errors were first computed when the model was done. Each row: (key, figure, model config, --gpu, cost options,
+measured value, source). Figures: `TTFT client` and `TPOT` in ms as a client times a request, `TTFT engine` in ms
+as the engine times its first token, `static s` a static batch's whole run in seconds, `static tok/s/GPU` and
+`static tok/s` that run's output tokens per second, `in-flight tok/s` the output tokens per second of in-flight
+batching under unbounded load (`in-flight tok/s/GPU` the same per GPU).
 """
 
 import csv
@@ -105,7 +107,7 @@ A10_LATENCY = [
      dict(prompt=128, generate=2048, batch=batch, tp=8, **FP8), seconds, A10)
     for batch, seconds in ((1, 15.882), (2, 17.934), (4, 18.487))
 ]  # fmt: skip
-EXAMINED = _held_out() + A10_LATENCY  # held out until issue 37's second session, which inspected them
+FIRST_INSPECTED = _held_out() + A10_LATENCY  # held out until issue 37's second session, which inspected them
 
 
 def _fresh():
@@ -162,7 +164,7 @@ def _t17():
     return rows
 
 
-HELD_OUT = _fresh() + _t17()
+SECOND_HELD_OUT = _fresh() + _t17()  # held out in the second session, inspected in the third
 
 
 # Issue 37's third session: a new held-out group, collected before any term changed in that session and its
@@ -205,7 +207,13 @@ VLLM_NIGHTLY = [
         ("Mixtral", "mixtral-8x7b.json", 2, 1.91744),
     )
 ]  # fmt: skip
-FRESH_3 = _t09() + VLLM_NIGHTLY  # issue 37's third session: held out
+# A row whose measurement beats its own roofline bound under the setup as read cannot be costed: the setup must
+# differ from what the source says (T09's Mixtral on A100 at batch 32, 2048 -> 2048: 801 tok/s/GPU, where reading
+# the fp16 experts, all touched by 32 tokens, from an A100's 2.039 TB/s allows 584). Found when the group was
+# costed; kept out of its summary, listed in docs/cost.md, and checked to beat its bound (tests/test_serving.py).
+BEATS_ITS_BOUND = ("T09-Mixtral8x7B-A100-TP2-b32-2048-2048",)
+FRESH_3_ALL = _t09() + VLLM_NIGHTLY  # issue 37's third session: held out
+FRESH_3 = [row for row in FRESH_3_ALL if row[0] not in BEATS_ITS_BOUND]
 RATES = ("static tok/s/GPU", "static tok/s", "in-flight tok/s", "in-flight tok/s/GPU")  # upper bounds on these
 
 
@@ -225,3 +233,7 @@ def figures(figure: str, r: dict) -> tuple[float, float]:
         return load["static"]["bound_tokens_per_s"] / per, load["static"]["tokens_per_s"] / per
     per = gpus if figure.endswith("GPU") else 1
     return load["in_flight"]["bound_tokens_per_s"] / per, load["in_flight"]["tokens_per_s"] / per
+
+
+EXAMINED = FIRST_INSPECTED + SECOND_HELD_OUT
+HELD_OUT = FRESH_3
