@@ -74,10 +74,20 @@ EfficiencyOpt = Annotated[
     ),
 ]
 MaxSeqs = Annotated[
-    int,
+    Optional[int],
     typer.Option(
         "--max-seqs",
-        help="In-flight batching: at most this many sequences at once (vLLM's max_num_seqs).",
+        help="In-flight batching: at most this many sequences at once (vLLM's max_num_seqs, TensorRT-LLM's "
+        "max_batch_size); default: the engine's own.",
+        rich_help_panel=PARALLEL,
+        show_default=False,
+    ),
+]
+Engine = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="In-flight batching as vllm or trtllm admits sequences (what each reserves, its default caps).",
         rich_help_panel=PARALLEL,
     ),
 ]
@@ -165,7 +175,8 @@ def register(app: typer.Typer) -> None:
         pp: Pp = 1,
         link: LinkOpt = None,
         efficiency: EfficiencyOpt = None,
-        max_seqs: MaxSeqs = 256,
+        max_seqs: MaxSeqs = None,
+        engine: Engine = "vllm",
         measured: Measured = None,
         gpu: Gpu = None,
         bandwidth: Bandwidth = None,
@@ -214,6 +225,7 @@ def register(app: typer.Typer) -> None:
                 link=pick_link(link),
                 efficiency=eff,
                 max_seqs=max_seqs,
+                engine=engine,
                 source=config,
             )
             r["benchmarks"] = commands(os.path.dirname(config) if config.endswith(".json") else config, r)

@@ -69,11 +69,14 @@ def serving_cost(
     pp: int = 1,
     link=None,
     efficiency=None,
-    max_seqs: int = throughput.MAX_SEQS,
+    max_seqs: int | None = throughput.MAX_SEQS,
+    engine: str = "vllm",
     source: str = "config.json",
 ) -> dict:
     """Every figure of serving `config` on `hardware` (× tp × pp GPUs), with the terms it is made of (JSON-ready)."""
     _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs)
+    if engine not in throughput.ENGINES:
+        raise InputError("--engine", " or ".join(throughput.ENGINES), repr(engine))
     params = parameter_terms(config, source)
     kv = _kv_terms(config, prompt, generate, batch, dtype, kv_dtype, source)
     notes = list(kv["kv"]["notes"])
@@ -96,7 +99,7 @@ def serving_cost(
     load = None
     if decodes:
         shape = throughput.shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link)
-        load = throughput.figures(shape, hardware, peak, eff, batch, max_seqs, bounds, estimates)
+        load = throughput.figures(shape, hardware, peak, eff, batch, engine, max_seqs, bounds, estimates)
     _closing_notes(kv["kv"], prompt + generate, decodes, notes)
     fits, max_batch = _memory(hardware, gpus, notes)
     return {
@@ -157,7 +160,8 @@ def _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs) -> Non
     _check_count("--batch", batch, 1)
     estimate.check_ways("--tp", tp)
     estimate.check_ways("--pp", pp)
-    _check_count("--max-seqs", max_seqs, 1)
+    if max_seqs is not None:
+        _check_count("--max-seqs", max_seqs, 1)
     if group_size is not None:
         _check_count("--group-size", group_size, 1)
 
@@ -387,5 +391,10 @@ def _hardware_terms(hardware: Hardware, peak: float, link) -> dict:
         "flops": peak,
         "memory": hardware.memory,
         "estimated_flops": hardware.estimated_flops,
-        "link": None if link is None else {"name": link.name, "bandwidth": link.bandwidth, "latency_s": link.latency},
+        "link": None if link is None else _link_terms(link),
     }
+
+
+def _link_terms(link) -> dict:
+    achieved = [{"from_gpus": gpus, "fraction": fraction} for gpus, fraction in link.achieved]
+    return {"name": link.name, "bandwidth": link.bandwidth, "achieved": achieved, "latency_s": link.latency}

@@ -65,22 +65,25 @@ def allreduce_algorithm(nbytes: float, tp: int, link) -> str:
 def allreduce(values: int, value_bytes: int, tp: int, link) -> dict:
     """One all-reduce of `values` activations over `tp` GPUs, by the algorithm its size picks: bytes and time.
 
-    one-shot: every GPU reads the N − 1 others' whole buffers and adds them: 1 step of α + (N − 1) × bytes / link.
+    one-shot: every GPU reads the N − 1 others' whole buffers and adds them: 1 step of α + (N − 1) × bytes / rate.
     two-shot: a reduce-scatter then an all-gather through the peers' buffers: 2 steps of α + 2(N − 1)/N × bytes.
-    ring (NCCL): 2(N − 1) steps of α + 2(N − 1)/N × bytes (the α–β model)."""
+    ring (NCCL): 2(N − 1) steps of α + 2(N − 1)/N × bytes (the α–β model).
+    rate: what a collective reaches of the link's datasheet rate over N GPUs (`Link.rate`)."""
     nbytes = values * value_bytes
     algorithm = allreduce_algorithm(nbytes, tp, link)
     if algorithm == "one-shot":
         steps, sent = 1, (tp - 1) * nbytes
     else:
         steps, sent = (2 if algorithm == "two-shot" else 2 * (tp - 1)), 2 * (tp - 1) / tp * nbytes
-    transfer = sent / link.bandwidth
+    rate = link.rate(tp)
+    transfer = sent / rate
     latency = steps * link.latency
     return {
         "values": values,
         "bytes": nbytes,
         "algorithm": algorithm,
         "sent_per_gpu": sent,
+        "rate": rate,  # the link's bytes/s as a collective over tp GPUs reaches it
         "steps": steps,
         "transfer_s": transfer,
         "latency_s": latency,
@@ -92,23 +95,34 @@ def allreduce(values: int, value_bytes: int, tp: int, link) -> dict:
 def send(values: int, value_bytes: int, link) -> dict:
     """One pipeline boundary: the activations one stage hands the next."""
     nbytes = values * value_bytes
-    transfer = nbytes / link.bandwidth
+    transfer = nbytes / link.rate(2)  # one GPU to the next
     return {"bytes": nbytes, "transfer_s": transfer, "latency_s": link.latency, "seconds": transfer + link.latency}
 
 
-def step(flops: float, nbytes: float, *, peak: float, bandwidth: float, efficiency, layers: int, comm_s: float) -> dict:
-    """The estimate of one step on one GPU of the group: the roofline at achieved rates, plus fixed costs."""
+def step(
+    flops: float, nbytes: float, *, peak: float, bandwidth: float, efficiency, layers: int, comm_s: float, parts=None
+) -> dict:
+    """The estimate of one step on one GPU of the group: the roofline at achieved rates, plus fixed costs.
+
+    With `parts` ({kind: (FLOPs, bytes)}, the kinds of kernel the step runs), each kind is timed by its own
+    roofline and the times add: a GPU runs a step's kernels one after another, so the matmuls' arithmetic does not
+    hide attention's cache reads (a step mixing prompt tokens and a large cache is both, in turn)."""
     compute = flops / (efficiency.compute * peak)
     memory = nbytes / (efficiency.memory * bandwidth)
     fixed = layers * efficiency.layer + efficiency.step
+    kernels = {
+        kind: max(f / (efficiency.compute * peak), b / (efficiency.memory * bandwidth))
+        for kind, (f, b) in (parts or {"all": (flops, nbytes)}).items()
+    }
     return {
+        "kernels_s": kernels,
         "flops": flops,
         "bytes": nbytes,
         "compute_s": compute,
         "memory_s": memory,
         "fixed_s": fixed,
         "comm_s": comm_s,
-        "seconds": max(compute, memory) + fixed + comm_s,
+        "seconds": sum(kernels.values()) + fixed + comm_s,
         "bound": "compute" if compute >= memory else "memory",
         "intensity": flops / nbytes if nbytes else float("inf"),  # FLOPs per byte moved
         "ridge": peak / bandwidth,  # the intensity above which the peak FLOP/s, not bandwidth, limits

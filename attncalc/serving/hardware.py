@@ -8,7 +8,7 @@ FLOP/s: those two entries carry an estimate (GPU cores × 128 FP32 lanes × 2 ×
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from attncalc.errors import InputError
 
@@ -22,6 +22,7 @@ class Hardware:
     estimated_flops: bool = False  # True when the vendor publishes no FLOP/s figure
     kind: str = "custom"  # the class whose default efficiencies apply (EFFICIENCY)
     link: str | None = None  # the GPU-to-GPU link of the usual multi-GPU machine (LINKS), None: one device
+    measured_bandwidth: float | None = None  # bytes/s the vendor's own bandwidth benchmark reaches (MEASURED)
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,12 @@ class Link:
     bandwidth: float  # bytes/s, one direction, per GPU
     latency: float  # seconds, α: one step of an all-reduce (a ring over N GPUs takes 2(N − 1), one-shot 1)
     peer_to_peer: bool = True  # GPUs read each other's memory (NVLink, xGMI): engines' one-/two-shot all-reduce
+    achieved: tuple = ((0, 1.0),)  # (from N GPUs on, the fraction of `bandwidth` a collective reaches): LINK_RATE
+
+    def rate(self, gpus: int) -> float:
+        """The bytes/s one GPU's traffic reaches in a collective over `gpus` GPUs (the datasheet's rate × the
+        achieved fraction measured for that many GPUs)."""
+        return self.bandwidth * next(fraction for at_least, fraction in reversed(self.achieved) if gpus >= at_least)
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,14 @@ def _part(name, bandwidth, memory, bf16, fp32, fp8=None, int8=None, *, kind, lin
     flops = {"bf16": bf16 * T, "fp16": bf16 * T}
     flops.update({dtype: value * T for dtype, value in (("fp8", fp8), ("int8", int8)) if value})
     flops["fp32"] = fp32 * T
-    return Hardware(name, bandwidth, flops, memory, estimated, kind, link)
+    return Hardware(name, bandwidth, flops, memory, estimated, kind, link, MEASURED.get(name))
+
+
+# What the vendor's own HBM bandwidth benchmark reaches, where one is published (docs/cost.md, "Hardware presets"):
+# AMD's rocprofiler-compute roofline benchmark, whose test expects 3,910.62 GB/s on MI300X and 4,287.31 GB/s on
+# MI325X (ROCm/rocm-systems pull request 2934, projects/rocprofiler-compute/tests/test_metric_validation.py).
+# A kernel reaches no more of the sheet than that: η_memory is capped at measured / sheet (`efficiency_of`).
+MEASURED = {"MI300X": 3910.62e9, "MI325X": 4287.31e9}
 
 
 PRESETS = {
@@ -85,13 +99,21 @@ PRESETS = {
 # 900 GB/s" (both directions added), "PCIe Gen4 64 GB/s", "PCIe Gen5 128 GB/s" (x16, both directions). The latency
 # α of one step of a ring all-reduce is an assumption (docs/cost.md, "Estimates"), not a datasheet figure.
 US = 1e-6
+# What a collective reaches of those rates (docs/cost.md, "Link rates"). NVLink: NCCL's maintainer, NVIDIA/nccl-tests
+# issue 212: "450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth
+# of 370GB/s" (the same packet protocol on every NVLink generation). PCIe without NVLink: the ring runs through the
+# host, "determined by the bandwidth your CPU and memory can deliver" (the same maintainer, NVIDIA/nccl issue 1639),
+# where an 8-GPU PCIe Gen5 server's all_reduce_perf reached a bus bandwidth of 35 GB/s on 4 GPUs and 28 GB/s on 8,
+# of the link's 64 GB/s: 0.55 and 0.44 of the rate, taken for every PCIe generation (the same path through the host).
+NVLINK_RATE = ((0, 370 / 450),)
+PCIE_RATE = ((0, 35 / 64), (5, 28 / 64))
 LINKS = {
-    "NVLink3": Link("NVLink3", 300e9, 5 * US),
-    "NVLink4": Link("NVLink4", 450e9, 5 * US),
-    "NVLink5": Link("NVLink5", 900e9, 5 * US),
+    "NVLink3": Link("NVLink3", 300e9, 5 * US, achieved=NVLINK_RATE),
+    "NVLink4": Link("NVLink4", 450e9, 5 * US, achieved=NVLINK_RATE),
+    "NVLink5": Link("NVLink5", 900e9, 5 * US, achieved=NVLINK_RATE),
     "xGMI": Link("xGMI", 448e9, 5 * US),
-    "PCIe4": Link("PCIe4", 32e9, 10 * US, peer_to_peer=False),
-    "PCIe5": Link("PCIe5", 64e9, 10 * US, peer_to_peer=False),
+    "PCIe4": Link("PCIe4", 32e9, 10 * US, peer_to_peer=False, achieved=PCIE_RATE),
+    "PCIe5": Link("PCIe5", 64e9, 10 * US, peer_to_peer=False, achieved=PCIE_RATE),
 }
 # What a client's TTFT holds beyond the engine's prefill (docs/cost.md, "Request overhead"): chosen from the
 # short-prompt NIM row of the validation table, where the estimate fell 12.6 ms short of the measurement.
@@ -105,7 +127,11 @@ EFFICIENCY = {
 
 
 def efficiency_of(hardware: Hardware) -> Efficiency:
-    return EFFICIENCY.get(hardware.kind, EFFICIENCY["datacenter"])
+    """The hardware class's defaults, η_memory capped at what the part's own bandwidth benchmark reaches."""
+    eff = EFFICIENCY.get(hardware.kind, EFFICIENCY["datacenter"])
+    if hardware.measured_bandwidth:
+        return replace(eff, memory=min(eff.memory, hardware.measured_bandwidth / hardware.bandwidth))
+    return eff
 
 
 def preset(name: str) -> Hardware | None:

@@ -26,33 +26,79 @@ from __future__ import annotations
 from attncalc.serving import estimate
 
 MEMORY_FRACTION = 0.9
-MAX_SEQS = 256
+GiB = 2**30
+# What each engine's in-flight batching admits (docs/cost.md, "Throughput at load"):
+# vLLM (vllm/engine/arg_utils.py, the batch defaults of the LLM class `vllm bench throughput` runs): a GPU of at
+# least 70 GiB gets max_num_seqs 1024 and max_num_batched_tokens 16384, a smaller one 256 and 8192; the cache is
+# gpu_memory_utilization (0.9) of the whole memory less the weights, taken page by page as tokens arrive.
+# TensorRT-LLM: the scheduler's default policy GUARANTEED_NO_EVICT admits a request only when the cache can hold
+# it to its last token (prompt + the whole output); the cache is free_gpu_memory_fraction (0.9) of the memory the
+# weights leave; trtllm-bench sizes the batch to what that cache holds, at most 4096, and the tokens per step to
+# batch × (1 + prompt / output), at most 32768 (tensorrt_llm/bench/build/tuning.py, finetune_setting).
+ENGINES = {
+    "vllm": {"half_way": True, "free_fraction": False, "seqs": ((70 * GiB, 1024), (0, 256)),
+             "tokens": ((70 * GiB, 16384), (0, 8192))},
+    "trtllm": {"half_way": False, "free_fraction": True, "seqs": ((0, 4096),), "tokens": ((0, 32768),)},
+}  # fmt: skip
+MAX_SEQS = None  # the engine's own default
 
 
-def step_work(s: dict, decode: float, new_tokens: float, keys: float) -> tuple[float, float]:
-    """(FLOPs, bytes) of one step on one GPU: `decode` sequences each adding a token and holding `keys` cached
-    tokens, and `new_tokens` prompt tokens read in the same step (of `new_tokens / prompt` requests)."""
+def _by_memory(table, memory: float) -> int:
+    return next(value for at_least, value in table if memory >= at_least)
+
+
+def capacity(s: dict, memory: float, engine: str, max_seqs: int | None) -> dict:
+    """How many sequences an engine keeps in flight: what its cache holds, its cap on sequences, and its cap on
+    tokens per step (each step carries a decode token per sequence and prompt / output prompt tokens per sequence)."""
+    rules = ENGINES[engine]
+    weights = s["weights_per_gpu"]
+    room = MEMORY_FRACTION * (memory - weights) if rules["free_fraction"] else MEMORY_FRACTION * memory - weights
+    held = s["prompt"] + (s["generate"] / 2 if rules["half_way"] else s["generate"])
+    per_sequence = s["kv_token_per_gpu"] * held
+    fits = int(room // per_sequence) if room > 0 and per_sequence else 0
+    seqs = max_seqs or _by_memory(rules["seqs"], memory)
+    tokens = _by_memory(rules["tokens"], memory)
+    by_tokens = int(tokens // (1 + s["prompt"] / s["generate"]))
+    return {
+        "engine": engine,
+        "memory_fraction": MEMORY_FRACTION,
+        "room_bytes": room,
+        "held_tokens": held,
+        "kv_bytes_per_sequence": per_sequence,
+        "fits": fits,
+        "max_seqs": seqs,
+        "max_tokens": tokens,
+        "by_tokens": by_tokens,
+        "batch": min(fits, seqs, by_tokens),
+    }
+
+
+def step_work(s: dict, decode: float, new_tokens: float, keys: float) -> dict:
+    """The two kinds of kernel one step on one GPU runs, each (FLOPs, bytes): the matmuls (every token through
+    the weights, read once) and attention (each of `decode` sequences reads its `keys` cached tokens; `new_tokens`
+    prompt tokens of `new_tokens / prompt` requests attend causally)."""
     tokens = decode + new_tokens
     requests = new_tokens / s["prompt"]
-    flops = (
-        2 * s["matmul"] * tokens
-        + 2 * s["lm_head"] * decode
-        + decode * s["decode_attention_per_key"] * keys
-        + requests * s["prefill_attention"]
-    )
+    matmul = 2 * s["matmul"] * tokens + 2 * s["lm_head"] * decode
+    attention = decode * s["decode_attention_per_key"] * keys + requests * s["prefill_attention"]
     weights = s["weights_per_gpu"]
     if s["experts"]:  # a step touches the experts its tokens route to
         touched = estimate.experts_touched(s["experts"], s["experts_per_token"], tokens)
         weights -= s["moe_layers"] * (s["experts"] - touched) * s["expert_bytes"] / s["ways"]
-    return flops / s["ways"], weights + decode * keys * s["kv_token_per_gpu"]
+    return {
+        "matmul": (matmul / s["ways"], weights),
+        "attention": (attention / s["ways"], decode * keys * s["kv_token_per_gpu"]),
+    }
 
 
 IDEAL = None  # the roofline: full peaks, no fixed costs, no communication (`step_seconds(..., eff=IDEAL)`)
 
 
 def step_seconds(s: dict, hw: dict, eff, decode: float, new_tokens: float, keys: float) -> dict:
-    """A step's estimate at `eff`, or its roofline bound when `eff` is IDEAL."""
-    flops, nbytes = step_work(s, decode, new_tokens, keys)
+    """A step's estimate at `eff` (its kernels one after another), or its roofline bound when `eff` is IDEAL."""
+    parts = step_work(s, decode, new_tokens, keys)
+    flops = sum(f for f, _ in parts.values())
+    nbytes = sum(b for _, b in parts.values())
     if eff is IDEAL:
         seconds = max(flops / hw["peak"], nbytes / hw["bandwidth"])
         return {"flops": flops, "bytes": nbytes, "seconds": seconds}
@@ -70,6 +116,7 @@ def step_seconds(s: dict, hw: dict, eff, decode: float, new_tokens: float, keys:
         efficiency=eff,
         layers=s["stage_layers"],
         comm_s=comm,
+        parts=parts,
     )
 
 
@@ -90,13 +137,11 @@ def static(s: dict, hw: dict, eff, batch: int, ttft_s: float, ttft_bound_s: floa
     }
 
 
-def at_load(s: dict, hw: dict, eff, max_seqs: int) -> dict | None:
+def at_load(s: dict, hw: dict, eff, engine: str, max_seqs: int | None) -> dict | None:
     """The steady state of in-flight batching; None without a memory figure or when one sequence does not fit."""
-    mean = s["prompt"] + s["generate"] / 2
-    room = MEMORY_FRACTION * hw["memory"] - s["weights_per_gpu"]
-    per_sequence = s["kv_token_per_gpu"] * mean
-    fits = int(room // per_sequence) if room > 0 and per_sequence else 0
-    batch = min(fits, max_seqs)
+    mean = s["prompt"] + s["generate"] / 2  # the sequences in flight are, on average, half-way through
+    cap = capacity(s, hw["memory"], engine, max_seqs)
+    batch = cap["batch"]
     if batch < 1:
         return None
     micro = batch / s["pp"]
@@ -104,15 +149,10 @@ def at_load(s: dict, hw: dict, eff, max_seqs: int) -> dict | None:
     one = step_seconds(s, hw, eff, micro, new, mean)
     rate = micro / one["seconds"]
     return {
-        "memory_fraction": MEMORY_FRACTION,
-        "room_bytes": room,
-        "kv_bytes_per_sequence": per_sequence,
+        **cap,
         "mean_tokens": mean,
-        "fits": fits,
-        "max_seqs": max_seqs,
-        "batch": batch,
         "micro_batch": micro,
-        "prompt_tokens_per_step": micro * s["prompt"] / s["generate"],
+        "prompt_tokens_per_step": new,
         "step": one,
         "tokens_per_s": rate,
         "requests_per_s": rate / s["generate"],
@@ -148,11 +188,11 @@ def shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link) -> d
     }
 
 
-def figures(shape, hardware, peak: float, eff, batch: int, max_seqs: int, bounds, estimates) -> dict:
+def figures(shape, hardware, peak: float, eff, batch: int, engine: str, max_seqs, bounds, estimates) -> dict:
     """A static batch of --batch, and in-flight batching at load (None without a memory figure)."""
     hw = {"peak": peak, "bandwidth": hardware.bandwidth, "memory": hardware.memory}
     ttft, ttft_bound = estimates["prefill"]["seconds"], bounds["prefill"]["seconds"]
     return {
         "static": static(shape, hw, eff, batch, ttft, ttft_bound),
-        "in_flight": at_load(shape, hw, eff, max_seqs) if hardware.memory else None,
+        "in_flight": at_load(shape, hw, eff, engine, max_seqs) if hardware.memory else None,
     }

@@ -648,8 +648,8 @@ TEXTS = {
     "cost.row.per_dense_layer": "= per dense layer",
     "cost.row.per_moe_layer": "= per MoE layer",
     "cost.line.static": "static batch (read together, decoded together): tokens/s ≈ batch × generated / (TTFT + generated × TPOT at the mean length {mean}) = {batch} × {generate} / ({ttft} + {generate} × {step}) = {batch} × {generate} / {total} = {rate}",
-    "cost.line.in_flight_batch": "in-flight batching, steady state: batch = min(⌊(0.9 × memory − weights) / KV of a sequence half-way ({mean} tokens)⌋, max sequences) = min(⌊{room} / {per_sequence}⌋, {max_seqs}) = min({fits}, {max_seqs}) = {batch}",
-    "cost.line.in_flight_step": "each step of a micro-batch of {micro} (× {pp} in flight): {micro} decode tokens + {prompt_tokens} prompt tokens of arriving requests (chunked prefill) ≈ {step} ({bound}); output tokens/s ≈ {micro} / {step} = {rate} ({requests} requests/s, {total} tokens/s in and out)",
+    "cost.line.in_flight_batch": "in-flight batching ({engine}), steady state: batch = min(⌊room for the cache / KV of one sequence ({held} tokens)⌋, most sequences, ⌊most tokens a step / (1 + prompt / generated)⌋) = min(⌊{room} / {per_sequence}⌋, {max_seqs}, ⌊{max_tokens} / {per_request}⌋) = min({fits}, {max_seqs}, {by_tokens}) = {batch}; {rule}",
+    "cost.line.in_flight_step": "each step of a micro-batch of {micro} (× {pp} in flight): {micro} decode tokens + {prompt_tokens} prompt tokens of arriving requests (chunked prefill); its kernels run in turn: matmuls {matmul} + attention {attention} + fixed {fixed} + communication {comm} = {step}; output tokens/s ≈ {micro} / {step} = {rate} ({requests} requests/s, {total} tokens/s in and out)",
     "cost.line.in_flight_none": "in-flight batching: the memory left after the weights does not hold one sequence",
     "cost.line.fitted": "fitted from {source} = {measured}: η_{field} = {work} / ({rate} × ({measured} − request {request} − fixed {fixed} − communication {comm})) = {value} (default {before})",
     "cost.line.measure_it": "measure the same on your machine (same lengths, batch, precision, parallelism; give the result back with --measured):",
@@ -713,4 +713,7 @@ TEXTS = {
     # ---- hostile (issue 36) ----
     "cell.both": '--cell {part}: index {part} is also the token "{part}" there (the same cell either way); '
     '#{part} names the index, "{part}" in quotes the token',
+    # ---- serving (issue 37) ----
+    "cost.engine_rule.vllm": "vLLM: room = 0.9 × memory − weights; a sequence holds its prompt and half its output (pages as tokens arrive)",
+    "cost.engine_rule.trtllm": "TensorRT-LLM: room = 0.9 × (memory − weights); a sequence holds its prompt and its whole output (GUARANTEED_NO_EVICT reserves it)",
 }

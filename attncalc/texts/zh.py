@@ -648,8 +648,8 @@ TEXTS = {
     "cost.row.per_dense_layer": "= 每个稠密层",
     "cost.row.per_moe_layer": "= 每个 MoE 层",
     "cost.line.static": "静态批处理（一起读入、一起解码）：每秒词元数 ≈ 批大小 × 生成数 / (TTFT + 生成数 × 平均长度 {mean} 处的 TPOT) = {batch} × {generate} / ({ttft} + {generate} × {step}) = {batch} × {generate} / {total} = {rate}",
-    "cost.line.in_flight_batch": "连续批处理（in-flight batching）稳态：批大小 = min(⌊(0.9 × 显存 − 权重) / 生成到一半的序列的 KV（{mean} 个词元）⌋, 最大序列数) = min(⌊{room} / {per_sequence}⌋, {max_seqs}) = min({fits}, {max_seqs}) = {batch}",
-    "cost.line.in_flight_step": "每个大小为 {micro} 的微批次（同时有 {pp} 个在流水线中）的一步：{micro} 个解码词元 + 新到请求的 {prompt_tokens} 个提示词元（分块预填充）≈ {step}（{bound}）；每秒输出词元 ≈ {micro} / {step} = {rate}（每秒 {requests} 个请求，输入加输出每秒 {total} 个词元）",
+    "cost.line.in_flight_batch": "连续批处理（{engine}）稳态：批大小 = min(⌊缓存可用空间 / 一条序列的 KV（{held} 个词元）⌋, 最多序列数, ⌊每步最多词元数 / (1 + 提示长度 / 生成长度)⌋) = min(⌊{room} / {per_sequence}⌋, {max_seqs}, ⌊{max_tokens} / {per_request}⌋) = min({fits}, {max_seqs}, {by_tokens}) = {batch}；{rule}",
+    "cost.line.in_flight_step": "每个大小为 {micro} 的微批次（同时有 {pp} 个在流水线中）的一步：{micro} 个解码词元 + 新到请求的 {prompt_tokens} 个提示词元（分块预填充）；各内核依次执行：矩阵乘 {matmul} + 注意力 {attention} + 固定开销 {fixed} + 通信 {comm} = {step}；每秒输出词元 ≈ {micro} / {step} = {rate}（每秒 {requests} 个请求，输入加输出每秒 {total} 个词元）",
     "cost.line.in_flight_none": "连续批处理：放下权重后剩余的显存连一条序列的 KV 也放不下",
     "cost.line.fitted": "由 {source} = {measured} 拟合：η_{field} = {work} / ({rate} × ({measured} − 请求开销 {request} − 固定开销 {fixed} − 通信 {comm})) = {value}（默认 {before}）",
     "cost.line.measure_it": "在你的机器上测同一个量（相同的长度、批大小、精度和并行方式；用 --measured 把结果交回来）：",
@@ -713,4 +713,7 @@ TEXTS = {
     # ---- hostile (issue 36) ----
     "cell.both": '--cell {part}：下标 {part} 恰好也是那里的词元 "{part}"（两种读法是同一个格子）；'
     '#{part} 表示下标，加引号的 "{part}" 表示词元',
+    # ---- serving (issue 37) ----
+    "cost.engine_rule.vllm": "vLLM：可用空间 = 0.9 × 显存 − 权重；一条序列占着它的提示和一半的输出（词元到了才分配页）",
+    "cost.engine_rule.trtllm": "TensorRT-LLM：可用空间 = 0.9 × (显存 − 权重)；一条序列占着它的提示和全部输出（GUARANTEED_NO_EVICT 预先留足）",
 }
