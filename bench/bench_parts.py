@@ -3,7 +3,8 @@
 
     .venv/bin/python bench/bench_parts.py [--runs 3] [--model PATH]
 
-Each run is a fresh process (the command's own start-up: BLAS threads chosen before NumPy loads) that times,
+Each run is a fresh process in bench_models.py's environment (bytecode cached, as for an installed package)
+(the command's own start-up: BLAS threads chosen before NumPy loads) that times,
 with time.process_time and time.perf_counter: importing attncalc and NumPy; opening the checkpoint (config,
 tokenizer, labels); building the graph (`Calculation`); evaluating `dec_out`, split by the operation each
 step runs (Affine: x·W products; Scores and Attend: the heads' Q·Kᵀ and A·V; Softmax, RMSNorm, Rope, SwiGLU,
@@ -94,9 +95,8 @@ def main() -> None:
         return
     load, runs = os.getloadavg()[0], []
     for _ in range(args.runs):
-        done = subprocess.run(
-            [sys.executable, __file__, "--child", "--model", model], capture_output=True, text=True, check=True
-        )
+        argv = [sys.executable, __file__, "--child", "--model", model]
+        done = subprocess.run(argv, capture_output=True, text=True, check=True, env=bench_models.ENV)
         runs.append(json.loads(done.stdout))
     print(f"{model}: 512-token forward, {args.runs} runs, medians; load average {load:.1f} → {os.getloadavg()[0]:.1f}")
     print(f"{'part':24} {'CPU s':>8} {'wall s':>8}")

@@ -61,6 +61,8 @@ class Checkpoint:
         return self._fixture(ids, where, list(map("#{}".format, range(size))), _copy_tree(self._weights, _stand_in))
 
     def _fixture(self, ids: list[int], where: str, labels: list[str], tree: dict) -> dict:
+        if self.tokenizer is not None:  # read meanwhile on another thread (tokens.Ahead): refused now if bad
+            self.tokenizer.readable()
         for k, i in enumerate(ids):
             if 0 <= i < len(labels) and i != self._pad:
                 continue
