@@ -713,4 +713,6 @@ TEXTS = {
     # ---- hostile (issue 36) ----
     "cell.both": '--cell {part}: index {part} is also the token "{part}" there (the same cell either way); '
     '#{part} names the index, "{part}" in quotes the token',
+    # ---- models (issue 38) ----
+    "page.head_sort": "sort by the weight from",
 }

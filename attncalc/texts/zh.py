@@ -713,4 +713,6 @@ TEXTS = {
     # ---- hostile (issue 36) ----
     "cell.both": '--cell {part}：下标 {part} 恰好也是那里的词元 "{part}"（两种读法是同一个格子）；'
     '#{part} 表示下标，加引号的 "{part}" 表示词元',
+    # ---- models (issue 38) ----
+    "page.head_sort": "按注意力权重排序：从",
 }
