@@ -93,9 +93,7 @@ class Add(Op):
 
     def compute(self, a, b):
         _need(a.shape == b.shape, "add", f"two tensors of one shape {_shape(a)}", _shape(b))
-        a, b = np.asarray(a), np.asarray(b)
-        out = np.empty(a.shape, np.result_type(a, b))
-        return rowwise(lambda x, y, o: np.add(x, y, out=o), a, b, out=out)  # a prompt's rows on two threads
+        return a + b
 
     def explain(self, xs, idx, g):
         a, b = float(xs[0][idx]), float(xs[1][idx])
