@@ -6,8 +6,9 @@
 Each run is a fresh process in bench_models.py's environment (bytecode cached, as for an installed package)
 (the command's own start-up: BLAS threads chosen before NumPy loads) that times,
 with time.process_time (CPU s: every thread), time.perf_counter (wall s) and time.thread_time (main s: the
-main thread's CPU, which the other thread's half of the work runs beside; on an idle machine the wall time
-is about this sum, and it stays steady on a busy one): importing attncalc and NumPy; opening the checkpoint (config,
+main thread's CPU, beside which the other thread does its half of the work and reads the tokenizer; on an
+idle machine the wall time is about this sum — a little more: a wait for the other thread is no CPU —, and
+it stays steady on a busy one): importing attncalc and NumPy; opening the checkpoint (config,
 tokenizer, labels); building the graph (`Calculation`); evaluating `dec_out`, split by the operation each
 step runs (Affine: x·W products; Scores and Attend: the heads' Q·Kᵀ and A·V; Softmax, RMSNorm, Rope, SwiGLU,
 Mask, …); writing the JSON document. The medians are printed beside the load average: CPU seconds are
