@@ -3,8 +3,12 @@
 
     .venv/bin/python bench/bench_parts.py [--runs 3] [--model PATH]
 
-Each run is a fresh process (the command's own start-up: BLAS threads chosen before NumPy loads) that times,
-with time.process_time and time.perf_counter: importing attncalc and NumPy; opening the checkpoint (config,
+Each run is a fresh process in bench_models.py's environment (bytecode cached, as for an installed package)
+(the command's own start-up: BLAS threads chosen before NumPy loads) that times,
+with time.process_time (CPU s: every thread), time.perf_counter (wall s) and time.thread_time (main s: the
+main thread's CPU, beside which the other thread does its half of the work and reads the tokenizer; on an
+idle machine the wall time is about this sum — a little more: a wait for the other thread is no CPU —, and
+it stays steady on a busy one): importing attncalc and NumPy; opening the checkpoint (config,
 tokenizer, labels); building the graph (`Calculation`); evaluating `dec_out`, split by the operation each
 step runs (Affine: x·W products; Scores and Attend: the heads' Q·Kᵀ and A·V; Softmax, RMSNorm, Rope, SwiGLU,
 Mask, …); writing the JSON document. The medians are printed beside the load average: CPU seconds are
@@ -25,13 +29,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def clock() -> tuple[float, float]:
-    return time.process_time(), time.perf_counter()
+def clock() -> tuple[float, float, float]:
+    return time.process_time(), time.perf_counter(), time.thread_time()
 
 
-def since(start: tuple[float, float]) -> list[float]:
-    cpu, wall = clock()
-    return [cpu - start[0], wall - start[1]]
+def since(start: tuple[float, float, float]) -> list[float]:
+    return [now - then for now, then in zip(clock(), start)]
 
 
 def child(model: str, ids: str) -> dict:
@@ -62,7 +65,7 @@ def child(model: str, ids: str) -> dict:
         finally:
             key = "op " + type(op).__name__
             took = since(began)
-            parts[key] = [a + b for a, b in zip(parts.get(key, [0.0, 0.0]), took)]
+            parts[key] = [a + b for a, b in zip(parts.get(key, [0.0, 0.0, 0.0]), took)]
 
     graph._compute = timed  # noqa: SLF001
     values = calc.values(["dec_out"])
@@ -73,7 +76,7 @@ def child(model: str, ids: str) -> dict:
 
     text = dumps(document(calc.session, values, ["dec_out"]))
     parts["json document"] = since(start)
-    parts["(document bytes)"] = [len(text), 0.0]
+    parts["(document bytes)"] = [len(text), 0.0, 0.0]
     return parts
 
 
@@ -94,20 +97,19 @@ def main() -> None:
         return
     load, runs = os.getloadavg()[0], []
     for _ in range(args.runs):
-        done = subprocess.run(
-            [sys.executable, __file__, "--child", "--model", model], capture_output=True, text=True, check=True
-        )
+        argv = [sys.executable, __file__, "--child", "--model", model]
+        done = subprocess.run(argv, capture_output=True, text=True, check=True, env=bench_models.ENV)
         runs.append(json.loads(done.stdout))
     print(f"{model}: 512-token forward, {args.runs} runs, medians; load average {load:.1f} → {os.getloadavg()[0]:.1f}")
-    print(f"{'part':24} {'CPU s':>8} {'wall s':>8}")
-    total = [0.0, 0.0]
+    print(f"{'part':24} {'CPU s':>8} {'wall s':>8} {'main s':>8}")
+    total = [0.0, 0.0, 0.0]
     for name in runs[0]:
         if name.startswith("("):
             continue
-        cpu, wall = (statistics.median(r.get(name, [0.0, 0.0])[k] for r in runs) for k in (0, 1))
-        total = [total[0] + cpu, total[1] + wall]
-        print(f"{name:24} {cpu:8.3f} {wall:8.3f}")
-    print(f"{'sum':24} {total[0]:8.3f} {total[1]:8.3f}")
+        found = [statistics.median(r.get(name, [0.0, 0.0, 0.0])[k] for r in runs) for k in range(3)]
+        total = [t + f for t, f in zip(total, found)]
+        print(f"{name:24} {found[0]:8.3f} {found[1]:8.3f} {found[2]:8.3f}")
+    print(f"{'sum':24} {total[0]:8.3f} {total[1]:8.3f} {total[2]:8.3f}")
 
 
 if __name__ == "__main__":

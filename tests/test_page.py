@@ -161,6 +161,41 @@ def test_head_picker_and_attention_lines(browser, tmp_path):  # noqa: F811
     assert text_of(browser, "#arith").startswith("A[head 2, cat, <s>] = e^")
 
 
+def test_the_head_picker_sorts_the_heads_by_the_weight_from_one_token_to_another(browser, tmp_path):  # noqa: F811
+    calc = attncalc.load("tinyllama")
+    path = tmp_path / "tiny.html"
+    calc.walk_page(path, lang="zh")
+    data = data_of(path.read_text(encoding="utf-8"))
+    a = np.asarray(calc["A"])
+    for view in data["tensors"]["A"]["views"]:  # each head's weights at its shown cells
+        assert view["w"] == a[view["head"]].tolist()
+    assert "w" not in data["tensors"]["S"]["views"][0]  # the attention weights only
+    ready(browser, path.as_uri())
+    k = next(k for k, s in enumerate(calc.walk(lang="zh")) if "A" in s.tensors)
+    browser.click(f'#steps li[data-k="{k}"]')
+    assert text_of(browser, ".heads .sort").startswith(texts.t("page.head_sort", "zh"))
+    for query, key in ((2, 0), (2, 1)):
+        for css, position in (("#sort-from", query), ("#sort-to", key)):
+            browser.run(
+                "const s = document.querySelector(arguments[0]); s.value = arguments[1];"
+                "s.dispatchEvent(new Event('change'))",
+                css,
+                str(position),
+            )
+        ranked = sorted(range(len(a)), key=lambda h: -a[h, query, key])  # as `attncalc heads` ranks (ties: head)
+        buttons = browser.run("return [...document.querySelectorAll('.heads button')].map(b => b.textContent)")
+        assert buttons == [f"{h} ({a[h, query, key]:.3f})" for h in ranked]
+        assert ranked != list(range(len(a)))  # (the order differs from the heads' own)
+    browser.click('.heads button[data-head="1"]')  # picking a head keeps the order and its tokens
+    assert browser.run("return [...document.querySelectorAll('.heads button')].map(b => b.dataset.head)") == [
+        str(h) for h in ranked
+    ]
+    assert browser.run("return document.querySelector('.heads button[data-head=\"1\"]').ariaPressed") == "true"
+    assert browser.run(
+        "return [document.querySelector('#sort-from').value, document.querySelector('#sort-to').value]"
+    ) == ["2", "1"]
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_heatmap_cell_reads_at_wcag_contrast(browser, woaini_page, scheme):  # noqa: F811
     ready(browser, woaini_page.as_uri())

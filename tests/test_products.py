@@ -92,16 +92,28 @@ def test_other_types_multiply_as_numpy_does():
     assert np.array_equal(widened_matmul(x[0], w.astype(np.float32)), x[0] @ w)
 
 
-def test_a_product_of_many_rows_asks_for_two_threads_and_gives_them_back(monkeypatch):
+@pytest.mark.parametrize("layout", ["stored", "in-out"])
+def test_a_product_of_many_rows_is_split_over_two_threads_with_the_same_numbers(monkeypatch, layout):
     from attncalc.core import products
 
-    asked = []
-    monkeypatch.setattr(products, "set_threads", asked.append)
-    w = weights((576, 256), "stored", 0)
-    for rows in (1, products.PARALLEL_ROWS - 1, products.PARALLEL_ROWS):
+    monkeypatch.setattr(products, "two_cores", True)
+    halves = []
+    in_two = products.in_two
+    monkeypatch.setattr(
+        products, "in_two", lambda work, count, values: (halves.append(count), in_two(work, count, values))
+    )
+    w = weights((576, 256), layout, 0)
+    for rows in (1, products.PARALLEL_ROWS - 1, products.PARALLEL_ROWS, 513):
         x = np.random.default_rng(rows).standard_normal((rows, 576))
-        np.testing.assert_allclose(products.matmul(x, w), x @ w.astype(np.float64), rtol=1e-13, atol=1e-13)
-    assert asked == [2, 1]  # the prompt-sized product only, and one thread again after it
+        split = products.matmul(x, w)
+        monkeypatch.setattr(products, "two_cores", False)
+        assert np.array_equal(split, products.matmul(x, w))  # each row by one call either way
+        monkeypatch.setattr(products, "two_cores", True)
+        np.testing.assert_allclose(split, x @ w.astype(np.float64), rtol=1e-13, atol=1e-13)
+    q, k = (np.random.default_rng(s).standard_normal((9, 130, 64)) for s in (1, 2))
+    heads = products.matmul(q, k.transpose(0, 2, 1))  # a stack: half of the heads on each thread
+    assert np.array_equal(heads, np.stack([q[h] @ k[h].T for h in range(9)]))
+    assert halves == [products.PARALLEL_ROWS, 513, 9]  # the prompt-sized products only, the heads by head
 
 
 def test_threads_the_user_chose_are_left_alone(monkeypatch):
@@ -145,7 +157,7 @@ def _masked_scores(n, window=None, seed=0, heads=3):
 def test_the_blocked_softmax_gives_the_plain_softmax_bit_for_bit(monkeypatch, threads, n, window):
     from attncalc.core import ops, products
 
-    monkeypatch.setattr(products, "set_threads", (lambda k: None) if threads else None)
+    monkeypatch.setattr(products, "two_cores", threads)
     monkeypatch.setattr(products, "SPLIT_VALUES", 1)  # split even the small ones
     s = _masked_scores(n, window)
     want = _plain_softmax(s)
@@ -186,7 +198,7 @@ def test_the_elementwise_ops_give_the_same_numbers_on_two_threads(monkeypatch):
         ]
 
     one = everything()
-    monkeypatch.setattr(products, "set_threads", lambda k: None)
+    monkeypatch.setattr(products, "two_cores", True)
     monkeypatch.setattr(products, "SPLIT_VALUES", 1)
     for a, b in zip(one, everything(), strict=True):
         assert np.array_equal(a, b)
@@ -201,7 +213,7 @@ def test_the_second_thread_raises_its_error_on_the_callers_and_checks_overflow_a
     from attncalc.core import graph, ops, products
     from attncalc.errors import InputError
 
-    monkeypatch.setattr(products, "set_threads", lambda k: None)
+    monkeypatch.setattr(products, "two_cores", True)
     monkeypatch.setattr(products, "SPLIT_VALUES", 1)
     s = np.zeros((4, 64, 64))
     s[3, 5, 7] = 1e308  # in the second half only: × 10 overflows there

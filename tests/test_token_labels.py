@@ -168,3 +168,45 @@ def test_a_fixtures_vocab_is_checked_once_while_it_stays_the_same_list():
     fx.raw["vocab"] = ["x", "x"]  # another list
     with pytest.raises(InputError, match="unique"):
         fx.vocab()
+
+
+ADDED = [  # the ids the library gives them: in the vocabulary, its id; else the next past the vocabulary
+    {"id": 8, "content": "[CLS]", "special": True, "single_word": False, "lstrip": False, "rstrip": False},
+    {"id": 1, "content": "a", "special": False, "single_word": False, "lstrip": False, "rstrip": False},
+    {"id": 9, "content": "<end>", "special": True, "single_word": False, "lstrip": False, "rstrip": False},
+]
+ADDED = [a | {"normalized": False} for a in ADDED]
+RENUMBERED = [ADDED[0] | {"id": 2}, ADDED[2] | {"id": 40}]  # ids the library does not keep: it reads them
+
+
+@pytest.mark.parametrize("which", ["minilm", "word level", "added tokens", "byte-level BPE", "renumbered"])
+def test_a_tokenizer_jsons_own_lists_are_what_the_library_reads(which, tmp_path):
+    """--ids labels its tokens from tokenizer.json's own lists while the library reads the file on another
+    thread (tokens.Ahead): the lists must be the library's (or the library reads them, when the file's
+    added ids are not what it makes of them)."""
+    pytest.importorskip("tokenizers")
+    import crafted
+    from tokenizers import Tokenizer
+
+    from attncalc.inputs.checkpoints import tokens
+    from attncalc.inputs.checkpoints.rust_calls import Ahead
+
+    bpe = {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "Ġ": 3}, "merges": ["a b"], "unk_token": None}
+    specs = {
+        "word level": crafted.tokenizer_json(),
+        "added tokens": crafted.tokenizer_json(added_tokens=ADDED),
+        "byte-level BPE": crafted.tokenizer_json(
+            model=bpe, pre_tokenizer=BYTE_LEVEL, added_tokens=[ADDED[1] | {"id": 0}]
+        ),
+        "renumbered": crafted.tokenizer_json(added_tokens=RENUMBERED),
+    }
+    folder = _real("minilm") if which == "minilm" else crafted.folder(tmp_path / "m", tokenizer=specs[which])
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        library = Tokenizer.from_str(f.read())
+    library.no_padding()
+    mine = tokens.from_folder(folder, {})
+    assert isinstance(mine._tokenizer, Ahead) is (which != "renumbered")
+    theirs = tokens._of(library, mine.byte_level, "")
+    assert (mine.by_id, mine.special) == (theirs.by_id, theirs.special)
+    assert mine.byte_level is (which == "byte-level BPE")
+    assert mine.encode("a b") == library.encode("a b").ids  # the library's tokenizer, once read

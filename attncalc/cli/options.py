@@ -148,7 +148,8 @@ def quiet_blas_threads(model: str | None = None) -> None:
 
     With --model, BLAS runs on one thread: a real model's products are a few rows times a large
     weight, bound by memory, and threads only contend (1×576 · 576×1536: 0.48 ms on one thread,
-    7.7 ms on two, on a busy 2-CPU machine); a product of many rows (a prompt) raises it to two (blas.py)."""
+    7.7 ms on two, on a busy 2-CPU machine); a prompt's products of many rows are split over two threads of
+    attncalc's own, each calling BLAS on one (blas.py)."""
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     if model is not None:
         from attncalc.run import blas
@@ -157,7 +158,7 @@ def quiet_blas_threads(model: str | None = None) -> None:
         blas.CHOSEN = not any(var in os.environ for var in threads)  # then a prompt's products may use two
         for var in threads:
             os.environ.setdefault(var, "1")
-        blas.install()  # a prompt's products of many rows on both cores, when this chose one thread
+        blas.install()  # a prompt's work on both cores, when this chose one thread
 
 
 def leave(code) -> NoReturn:

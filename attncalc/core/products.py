@@ -22,39 +22,55 @@ import numpy as np
 
 BUFFER_VALUES = 1 << 16  # float64 values of the block buffer: 512 KiB, a core's share of L2
 PROMPT_BUFFER_VALUES = 1 << 22  # … for a product of PARALLEL_ROWS rows or more: 32 MiB, whole FFN weights
-PARALLEL_ROWS = 64  # a product of this many rows is bound by arithmetic, not memory: worth a second thread
-set_threads = None  # (threads) -> None: attncalc/run/blas.py installs BLAS's own when it can change it
+PARALLEL_ROWS = 64  # a product of this many rows is bound by arithmetic, not memory: worth a second core
+two_cores = False  # attncalc/run/blas.py sets it when a second core may be used (BLAS itself on one thread)
 SPLIT_VALUES = 1 << 16  # an elementwise pass over this many values is worth a second thread (~0.5 ms of exp)
 ALIGN = 64  # blocks start at multiples of 64 columns: BLAS kernels work 4–16 outputs at a time, and a block
 # edge inside such a group would give its last columns to the tail kernel, whose sum runs in another order
 
 
 def matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """x · w in float64 (w widened exactly when float32), on two BLAS threads for many rows when allowed;
-    a stack of products (the heads' Q·Kᵀ and A·V) counts the rows of each."""
-    many = set_threads is not None and x.ndim >= 2 and x.shape[-2] >= PARALLEL_ROWS
-    if many:
-        set_threads(2)
-    try:
-        return x @ w if w.dtype == x.dtype else widened_matmul(x, w)
-    finally:
-        if many:
-            set_threads(1)
+    """x · w in float64 (w widened exactly when float32). A product of many rows runs on two cores when
+    allowed (two_cores): half of the rows on each thread — or half of the heads, for a stack of products
+    (the heads' Q·Kᵀ and A·V) —, each a one-thread BLAS call that releases the GIL. OpenBLAS's own two
+    threads cost more: they are raised and lowered around every product, and the heads' small products
+    (512 × 64 · 64 × 512) spend more on handing work over than on arithmetic (SmolLM2's 512-token Q·Kᵀ,
+    30 layers: 2.1 CPU s on BLAS's two threads against 0.29 s on one, on a busy machine). Each cell is the
+    same dot product either way: its row, or its head, is computed by one call."""
+    split = two_cores and x.ndim >= 2 and x.shape[-2] >= PARALLEL_ROWS
+    if split and x.ndim == 2 and w.ndim == 2:
+        out = np.empty((x.shape[0], w.shape[1]), np.result_type(x, w, np.float64))
+        in_two(lambda a, b: _product(x[a:b], w, out[a:b]), x.shape[0], out.size)
+        return out
+    if split and x.ndim == 3 and w.ndim == 3 and len(x) == len(w) > 1:
+        out = np.empty((len(x), x.shape[1], w.shape[2]), np.result_type(x, w, np.float64))
+        in_two(lambda a, b: _product(x[a:b], w[a:b], out[a:b]), len(x), out.size)
+        return out
+    return x @ w if w.dtype == x.dtype else widened_matmul(x, w)
 
 
-def widened_matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """[n, d] float64 · [d, m] float32 -> [n, m] float64: x @ w.astype(float64), to rounding."""
+def _product(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+    """out = x · w (a part of `matmul`'s result)."""
+    if w.dtype == x.dtype:
+        np.matmul(x, w, out=out)
+    else:
+        widened_matmul(x, w, out)
+
+
+def widened_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """[n, d] float64 · [d, m] float32 -> [n, m] float64: x @ w.astype(float64), to rounding (into `out`
+    when given)."""
     if x.ndim != 2 or w.ndim != 2 or w.dtype != np.float32 or x.dtype != np.float64:
-        return x @ w.astype(np.result_type(x, w))
+        return np.matmul(x, w.astype(np.result_type(x, w)), out=out)
     d, m = w.shape
     values = PROMPT_BUFFER_VALUES if x.shape[0] >= PARALLEL_ROWS else BUFFER_VALUES
     block = max(ALIGN, values // max(d, 1) // ALIGN * ALIGN)
     if block >= m:
-        return x @ w.astype(np.float64)
+        return np.matmul(x, w.astype(np.float64), out=out)
     # the buffer is laid out like w, so that copying a block of its columns is one contiguous sweep
     order = "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
     buffer = np.empty((d, block + ALIGN), np.float64, order=order)
-    out = np.empty((x.shape[0], m), np.float64)
+    out = np.empty((x.shape[0], m), np.float64) if out is None else out
     start = 0
     while start < m:
         # a last block narrower than ALIGN joins this one: a product one column wide is a dot product to
@@ -99,11 +115,11 @@ def times_rows(x: np.ndarray, table) -> np.ndarray:
 
 def in_two(work, count: int, values: int) -> None:
     """work(start, stop) over items 0 … count, the second half on another thread when a second core is
-    allowed (set_threads installed) and the work touches ≥ SPLIT_VALUES values. NumPy's loops release the
+    allowed (two_cores) and the work touches ≥ SPLIT_VALUES values. NumPy's loops release the
     GIL, so two halves of an exp or a softmax run at once; each item is computed by the same calls either
     way, so the numbers are the same. The other thread checks floating-point errors as the caller does
     (np.errstate is per thread), and its exception is raised here."""
-    if set_threads is None or count < 2 or values < SPLIT_VALUES:
+    if not two_cores or count < 2 or values < SPLIT_VALUES:
         work(0, count)
         return
     mid, errors, failed = count // 2, np.geterr(), []

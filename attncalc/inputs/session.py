@@ -258,6 +258,9 @@ def open_session(req: Request, stand_in: bool = False) -> Session:
     except InputError as e:
         e.hint = notes[0] if notes else None  # a misspelt key is often why a field is missing
         raise
+    finally:
+        if got.readable is not None:  # a tokenizer.json the library could not read is refused first
+            got.readable()
     graph.warnings += notes
     passthrough = {}
     if doc:

@@ -29,7 +29,7 @@ from attncalc.render.view import cell_text, visible
 LONG = 200  # tokens (numbers, operators) in a cell's arithmetic beyond which the page writes out only the worked cells (see tensor_data)
 DECIMALS = range(-2, 9)  # the quiz's table: decimals typed (the script judges fewer or more at these ends)
 # the texts the script says: page.*, ui.*, tui.* (filled in by the script, see Slot)
-PAGE_KEYS = ("steps", "click", "keys", "head", "lines", "lines_why", "check", "quiz_on", "theme", "long")
+PAGE_KEYS = ("steps", "click", "keys", "head", "head_sort", "lines", "lines_why", "check", "quiz_on", "theme", "long")
 UI_KEYS = ("step", "inputs", "weights", "example", "right", "wrong", "skipped", "quiz_nan", "score")
 TUI_KEYS = ("quiz_prompt", "given", "lit", "made_here")
 
@@ -121,14 +121,26 @@ def tensor_data(walk, name: str, p: int, told: dict, worked: set) -> dict:
                     "a": first if all(s == first for s in said.values()) else said,
                     "o": [[n, spec_of(index)] for n, index in g.operands(name, idx)],
                 }
+    attention = name.rpartition(".")[2] == "A"
     return {
         "ndim": int(value.ndim),
         "nheads": int(value.shape[0]) if value.ndim == 3 else 1,
-        "attention": name.rpartition(".")[2] == "A",
-        "views": [dict(view_data(v, p, name), head=h) for v, h in zip(vs, heads)],
+        "attention": attention,
+        "views": [
+            dict(view_data(v, p, name), head=h, **head_weights(value, h, v, attention)) for v, h in zip(vs, heads)
+        ],
         "titles": titles,
         "cells": cells,
     }
+
+
+def head_weights(value: np.ndarray, head, view, attention: bool) -> dict:
+    """An attention head's weights at its view's shown cells, {"w": rows × columns, None in the gaps}: the
+    page's head picker sorts the heads by the weight from one token to another (as `attncalc heads` ranks
+    them, learn/heads.py), among the heads the page shows."""
+    if not attention or head is None:
+        return {}
+    return {"w": [[None if i is None or j is None else float(value[head, i, j]) for j in view.cols] for i in view.rows]}
 
 
 def speaks(expansion) -> bool:

@@ -98,9 +98,28 @@ function onHead(g, key) {
 
 function headPicker(names) {
   const t = names.map((n) => D.tensors[n]).reduce((a, b) => (b.views.length > a.views.length ? b : a));
+  const a = names.map((n) => D.tensors[n]).find((x) => x.attention && x.views[0].w); // the step's A, [h, n, m]
+  const w = a && S.from !== null && S.to !== null ? (h) => weightOf(a, h) : null;
+  // sorted by the weight from one token to another (as `attncalc heads` ranks them), ties in head order
+  const views = w ? [...t.views].sort((x, y) => w(y.head) - w(x.head) || x.head - y.head) : t.views;
   return el("div", { class: "heads" }, say("head") + " ",
-    ...t.views.map((v) => el("button", { "data-head": v.head, "aria-pressed": String(v.head === S.head),
-      onclick: () => { S.head = v.head; show(S.k); }, text: String(v.head) }), " "));
+    ...views.map((v) => el("button", { "data-head": v.head, "aria-pressed": String(v.head === S.head),
+      onclick: () => { S.head = v.head; show(S.k); }, text: w ? `${v.head} (${w(v.head).toFixed(3)})` : String(v.head) }), " "),
+    a ? sortBy(a) : null);
+}
+
+function weightOf(a, head) { // A[head, from, to], or −∞ for a head or a token the page does not show
+  const v = a.views.find((x) => x.head === head), i = v ? v.rows.indexOf(S.from) : -1, j = v ? v.cols.indexOf(S.to) : -1;
+  return i < 0 || j < 0 || v.w[i][j] === null ? -Infinity : v.w[i][j];
+}
+
+function sortBy(a) { // the query token (a row of A) and the key token (a column) whose weight sorts the heads
+  const v = a.views[0];
+  const choose = (id, list, labels, now, set) => el("select", { id, onchange: (e) => { set(e.target.value === "" ? null : Number(e.target.value)); show(S.k); } },
+    el("option", { value: "", text: "—" }),
+    ...list.map((x, k) => (x === null ? null : el("option", Object.assign({ value: String(x), text: labels[k] }, x === now ? { selected: "" } : {})))));
+  return el("span", { class: "sort" }, say("head_sort") + " ",
+    choose("sort-from", v.rows, v.rl, S.from, (x) => { S.from = x; }), " → ", choose("sort-to", v.cols, v.cl, S.to, (x) => { S.to = x; }));
 }
 
 function viewFor(t, heads) {
@@ -301,7 +320,7 @@ async function unpack(text) {
 
 unpack(document.getElementById("data").textContent).then((data) => {
   D = data;
-  S = { lang: D.lang, k: 0, head: null, cur: null, grids: [], quiz: D.quiz, asked: {}, answered: {} };
+  S = { lang: D.lang, k: 0, head: null, from: null, to: null, cur: null, grids: [], quiz: D.quiz, asked: {}, answered: {} };
   frame();
   show(0);
   document.body.dataset.ready = "1";

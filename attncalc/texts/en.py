@@ -716,4 +716,6 @@ TEXTS = {
     # ---- serving (issue 37) ----
     "cost.engine_rule.vllm": "vLLM: room = 0.9 × memory − weights; a sequence holds its prompt and half its output (pages as tokens arrive)",
     "cost.engine_rule.trtllm": "TensorRT-LLM: room = 0.9 × (memory − weights); a sequence holds its prompt and its whole output (GUARANTEED_NO_EVICT reserves it)",
+    # ---- models (issue 38) ----
+    "page.head_sort": "sort by the weight from",
 }

@@ -716,4 +716,6 @@ TEXTS = {
     # ---- serving (issue 37) ----
     "cost.engine_rule.vllm": "vLLM：可用空间 = 0.9 × 显存 − 权重；一条序列占着它的提示和一半的输出（词元到了才分配页）",
     "cost.engine_rule.trtllm": "TensorRT-LLM：可用空间 = 0.9 × (显存 − 权重)；一条序列占着它的提示和全部输出（GUARANTEED_NO_EVICT 预先留足）",
+    # ---- models (issue 38) ----
+    "page.head_sort": "按注意力权重排序：从",
 }
