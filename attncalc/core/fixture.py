@@ -69,6 +69,15 @@ def _find_ragged(value, path: str) -> None:
         stack[:0] = [(x, f"{p}[{k}]") for k, x in enumerate(v)]
 
 
+def _all_finite(arr: np.ndarray) -> bool:
+    """np.isfinite(arr).all(), read once without a mask of its size: a sum of squares is finite only when
+    every value is (NaN and ±∞ carry into it); a finite value too large to square makes it ∞ too, and the
+    exact test decides. SmolLM2's 106 M weights, read first here (page faults, most of it): 0.09 s of CPU
+    against 0.055 s."""
+    flat = arr.ravel(order="K")  # (a view of a transposed weight: no copy)
+    return bool(np.isfinite(np.dot(flat, flat))) or bool(np.isfinite(arr).all())
+
+
 def _from_array(value, path: str, allow_neg_inf: bool) -> np.ndarray:
     """A NumPy array (or anything with `__array__`: a torch tensor, a checkpoint weight read on first use)
     as a float array, checked like a nested list: numbers only, finite (−∞ where allowed), the first bad cell
@@ -81,7 +90,7 @@ def _from_array(value, path: str, allow_neg_inf: bool) -> np.ndarray:
     if arr.size and not any(arr.strides):  # one number repeated (a checkpoint's stand-in, np.broadcast_to)
         if np.isfinite(arr.flat[0]):
             return arr
-    elif np.isfinite(arr).all():
+    elif _all_finite(arr):
         return arr
     bad = ~np.isfinite(arr) & ~(np.isneginf(arr) if allow_neg_inf else False)
     if bad.any():

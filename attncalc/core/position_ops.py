@@ -154,8 +154,8 @@ class Rope(Op):
 
         def rows(x, angles, out):
             xh = x.reshape(len(x), self.h, dk).transpose(1, 0, 2)  # [h, n, d_k]
-            turned = positions.rope_rotate(xh, angles, self.layout, self.factor)
-            out[...] = turned.transpose(1, 0, 2).reshape(len(x), width)
+            into = out.reshape(len(x), self.h, dk).transpose(1, 0, 2)  # (a view of out's rows)
+            positions.rope_rotate(xh, angles, self.layout, self.factor, into)
 
         if np.shape(angles)[:1] != (n,):  # not a row of angles per row of x: one call, whose error names it
             out = np.empty(x.shape)

@@ -198,8 +198,12 @@ def _check_layout(layout: str) -> None:
         raise InputError("layout", "one of " + ", ".join(LAYOUTS), describe(layout))
 
 
-def rope_rotate(x: np.ndarray, angles: np.ndarray, layout: str = "half", attention_factor: float = 1.0) -> np.ndarray:
-    """Rotate x [..., n, head_dim] by angles [n, head_dim//2]; cos and sin scaled by attention_factor as HF."""
+def rope_rotate(
+    x: np.ndarray, angles: np.ndarray, layout: str = "half", attention_factor: float = 1.0, out=None
+) -> np.ndarray:
+    """Rotate x [..., n, head_dim] by angles [n, head_dim//2]; cos and sin scaled by attention_factor as HF.
+    Into `out` (x's shape, any strides) when given; each half is x₁·cos − x₂·sin (x₂·cos + x₁·sin) written
+    product by product into it, with one temporary of half its size."""
     _check_layout(layout)
     x = np.asarray(x, dtype=np.float64)  # [..., n, head_dim]
     angles = np.asarray(angles, dtype=np.float64)  # [n, head_dim/2]
@@ -209,16 +213,17 @@ def rope_rotate(x: np.ndarray, angles: np.ndarray, layout: str = "half", attenti
         raise InputError("angles", f"shape {(x.shape[-2], x.shape[-1] // 2)}", describe(angles.shape))
     cos = np.cos(angles) * attention_factor  # [n, head_dim/2]
     sin = np.sin(angles) * attention_factor  # [n, head_dim/2]
-    out = np.empty_like(x)  # [..., n, head_dim]
-    if layout == "half":
-        h = x.shape[-1] // 2
-        x1, x2 = x[..., :h], x[..., h:]  # [..., n, head_dim/2] each
-        out[..., :h] = x1 * cos - x2 * sin
-        out[..., h:] = x2 * cos + x1 * sin
-    else:
-        x1, x2 = x[..., 0::2], x[..., 1::2]  # [..., n, head_dim/2] each
-        out[..., 0::2] = x1 * cos - x2 * sin
-        out[..., 1::2] = x2 * cos + x1 * sin
+    out = np.empty_like(x) if out is None else out  # [..., n, head_dim]
+    halves = (
+        (slice(None, x.shape[-1] // 2), slice(x.shape[-1] // 2, None))
+        if layout == "half"
+        else (slice(0, None, 2), slice(1, None, 2))
+    )
+    x1, x2 = x[..., halves[0]], x[..., halves[1]]  # [..., n, head_dim/2] each
+    o1, o2 = out[..., halves[0]], out[..., halves[1]]
+    product = np.empty(x1.shape)
+    np.subtract(np.multiply(x1, cos, out=o1), np.multiply(x2, sin, out=product), out=o1)
+    np.add(np.multiply(x2, cos, out=o2), np.multiply(x1, sin, out=product), out=o2)
     return out
 
 
