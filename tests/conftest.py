@@ -11,6 +11,15 @@ from typer.testing import CliRunner
 from attncalc.cli.app import app
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject's addopts): one worker more than the cores this process may use, one on a single
+    core. Many tests wait (a Textual pilot for its screen, tmux and the browser for a pane or a page, a
+    terminal's reader thread): a third worker fills the core a waiting one leaves idle, and whole files
+    (loadfile) end closer together."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1 if cores > 1 else 1
+
+
 @pytest.fixture(autouse=True)
 def _language_of_the_environment(monkeypatch):
     """Each test starts in the language LANG gives: a command run in-process with --lang zh sets the language

@@ -94,6 +94,9 @@ class Path:
     inner: bool = False  # a softmax worked with its e^x rounded at `hand`, as by hand (e^2.00 = 7.39)
     tied: bool = False
     cache: dict = field(default_factory=dict)
+    # (source, name, decimals, half up, chop) → (the copy, whether a half was met): the same copy of a shown tensor
+    # is made once for all the paths of one `paths` call (tens of thousands when a cell is written at 300 decimals)
+    copied_at: dict = field(default_factory=dict)
 
     def lowest(self, scale: float = 0.0) -> float:
         """The most decimals an answer on this path may be written at: the fewest anything on it was rounded
@@ -136,11 +139,15 @@ class Path:
                 v, tie = rounded(np.asarray(v, float), self.hand, self.up, self.chop)
                 self.tied |= tie
         else:
-            v = (self.screen or self.base).value(name)
+            source = self.screen or self.base
+            v = source.value(name)
             r = self.copies.get(name, self.copy)
             if node.shown and r is not None:
                 r = max(r, self.floors.get(name, r))
-                v, tie = rounded(np.asarray(v, float), r, self.up, self.chop and r != self.screen_r)
+                key = (id(source), name, r, self.up, self.chop and r != self.screen_r)
+                if key not in self.copied_at:
+                    self.copied_at[key] = rounded(np.asarray(v, float), r, self.up, key[-1])
+                v, tie = self.copied_at[key]
                 self.tied |= tie
         self.cache[name] = v
         return v
@@ -163,7 +170,7 @@ class Path:
         keep = {k: v for k, v in self.cache.items() if k not in self.recompute}
         fields = {k: getattr(self, k) for k in ("base", "sheet", "hand", "copy", "recompute", "up", "chop")}
         extra = {"copies": self.copies, "floors": self.floors, "screen": self.screen, "inner": self.inner}
-        extra["screen_r"] = self.screen_r
+        extra["screen_r"], extra["copied_at"] = self.screen_r, self.copied_at
         return Path(**fields, **extra, swap=swap, cache=keep)
 
 
@@ -269,10 +276,11 @@ def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, habit
     chop = habit == "truncate"
     # one who chops either copies the screen's digits or chops the exact number at its decimals themselves
     variants = [(True, screen), (True, None)] if chop else [(True, screen), (False, screen)]
+    copied_at: dict = {}  # shared by every path of this call (Path.copied_at)
     for recompute, hand, copy, mix, inner, swap in _ways(graph, name, sheet, stop, roundings(d, screen), screen):
         for up, shown in variants:
             path = Path(graph, sheet, hand, copy, recompute, up, chop, mix, kw.get("floors") or {}, swap, shown)
-            path.screen, path.inner = kw.get("copy"), inner
+            path.screen, path.inner, path.copied_at = kw.get("copy"), inner, copied_at
             yield path  # worked by the caller: then it is known whether a half was met
             if not path.tied and not chop:
                 break

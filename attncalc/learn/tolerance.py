@@ -87,10 +87,18 @@ class Band:
         self.lo = np.where(use, np.minimum(self.lo, low), self.lo)
         self.hi = np.where(use, np.maximum(self.hi, high), self.hi)
 
-    def add(self, f: np.ndarray, lowest: float, chop: bool | None = None) -> None:
-        """One path's values, counted at the cells written at no more than `lowest` decimals."""
-        f = np.broadcast_to(np.asarray(f, float), self.d.shape)
-        ok = self.d <= lowest
+    def add(self, f: np.ndarray, lowest, chop: bool | None = None) -> None:
+        """One path's values (`lowest` a number), counted at the cells written at no more than `lowest` decimals;
+        or many paths' at once (`lowest` one number per path, f with a leading axis of paths): the same band as
+        adding them one by one, in one pass of NumPy instead of one per path."""
+        lowest = np.asarray(lowest, float)
+        f = np.asarray(f, float)
+        if lowest.ndim == 0:
+            f, lowest = f[np.newaxis], lowest[np.newaxis]
+        if not lowest.size:
+            return
+        f = np.broadcast_to(f, lowest.shape + self.d.shape)
+        ok = self.d <= lowest.reshape(lowest.shape + (1,) * self.d.ndim)
         scale = 10.0**self.d
         with np.errstate(invalid="ignore", over="ignore"):
             a = np.abs(f) * scale
@@ -102,8 +110,10 @@ class Band:
                 low, high = np.minimum(up, even), np.maximum(up, even)
             low, high = np.copysign(low, f) / scale, np.copysign(high, f) / scale
             use = ok & np.isfinite(f)
-            self._widen(use, np.minimum(low, high), np.maximum(low, high))
-        self.neginf |= ok & np.isneginf(f)
+            lows = np.where(use, np.minimum(low, high), np.inf).min(axis=0)
+            highs = np.where(use, np.maximum(low, high), -np.inf).max(axis=0)
+            self._widen(use.any(axis=0), lows, highs)
+        self.neginf |= (ok & np.isneginf(f)).any(axis=0)
 
     def join(self, other: Band) -> None:
         """This band and the next one's (adjacent: the screen's digits beside the chopped ones)."""
@@ -165,11 +175,12 @@ def bands_at(graph, name: str, idx: tuple, ds, screen: int) -> dict[int, Band]:
     bands = {d: Band(np.array(d), screen) for d in ds}
     shape = np.shape(graph.value(name))
     scale = size_of(graph.value(name))
+    values, lowest = [], []
     for path in paths(graph, name, Given(), frozenset(), np.array(ds), screen):
-        f = float(path.step(name).reshape(shape)[idx])
-        lowest = path.lowest(scale)
-        for band in bands.values():
-            band.add(np.array(f), lowest)
+        values.append(float(path.step(name).reshape(shape)[idx]))
+        lowest.append(path.lowest(scale))
+    for band in bands.values():
+        band.add(np.array(values), np.array(lowest))
     return {d: band.near(np.array(truth)) for d, band in bands.items()}
 
 

@@ -53,14 +53,30 @@ class Ways:
                         yield family, path
 
 
+BATCH = 64  # paths added to a band in one NumPy pass (a real model's tensor is thousands of cells)
+
+
+def _add_all(band: Band, waiting: list) -> None:
+    """Add the waiting paths' values to the band at once (the same band as one by one), and forget them."""
+    if waiting:
+        values = np.stack([np.broadcast_to(np.asarray(f, float), band.d.shape) for f, _ in waiting])
+        band.add(values, np.array([low for _, low in waiting]))
+        waiting.clear()
+
+
 def bands(ways: Ways, sel, truth) -> tuple[Band, Band, Band | None]:
     """(the band of right numbers, not far from the truth; the band of numbers carried from yours; for one
     who chops, the screen's own digits: copied as they are, right whatever one's habit)."""
     chop, scale = ways.habit == "truncate", size_of(truth)
     right, carried = Band(ways.d, ways.screen, chop), Band(ways.d, ways.screen, chop)
+    waiting = {id(right): [], id(carried): []}  # each band's paths not yet added: (values, lowest)
     for family, path in ways.each(ways.right + ways.carried):
-        f = path.step(ways.name)[sel]
-        (right if family in ways.right else carried).add(f, path.lowest(scale))
+        band = right if family in ways.right else carried
+        waiting[id(band)].append((path.step(ways.name)[sel], path.lowest(scale)))
+        if len(waiting[id(band)]) == BATCH:
+            _add_all(band, waiting[id(band)])
+    _add_all(right, waiting[id(right)])
+    _add_all(carried, waiting[id(carried)])
     screen = None
     if chop:
         screen = Band(ways.d, ways.screen)
