@@ -18,8 +18,9 @@ The truth of each cell comes from the simulation alone, not from check's model:
 - "slip": the cell where they wrote a number that their own inputs do not give, as far again.
 A cell an error reached by less than that margin is "undecided" (counted, not asserted, beyond: a carried
 one is never a slip); so is a cell an error reached that still equals the clean twin's (the twin's earlier
-numbers are not this learner's: correct or carried), and a carried cell after an undecided one (that error
-may be judged right). A cell far from the truth by the issue's definition
+numbers are not this learner's: correct or carried), a carried cell after an undecided one (that error
+may be judged right), and a cell worked from a far one written without an error (their S_scaled at 0
+decimals copied on as 1.00 for 0.577: the simulation's own honest work, wrong all the same). A cell far from the truth by the issue's definition
 (FAR_UNITS units of its decimals and FAR_SHARE of its size) is never correct, however it was worked. A learner
 at 0 decimals writes `3.` (a bare `3` counts at the matrix's decimals, docs/arithmetic.md); one who copies
 from the screen writes at most its 3 decimals (an answer at more decimals than its inputs is not right).
@@ -207,7 +208,9 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
         same = (cells == clean[name]) | (np.isneginf(a) & np.isneginf(c))
         beyond = ~same & (~np.isfinite(off) | (off > margin))
         kind = np.where(same, "correct", np.where(beyond, "carried", "undecided_carried")).astype(object)
-        if tainted[name]:
+        # a far number written without an error (a 0-decimal S_scaled copied on at 2 decimals: 1.00 for 0.577)
+        # is wrong all the same: what is worked from it is correct or carried, the simulation cannot say which
+        if tainted[name] or any((out[m] == "far").any() for m in graph.upstream([name]) - {name} if m in out):
             kind = np.where(kind == "correct", "undecided_carried", kind)
         with np.errstate(invalid="ignore"):
             gap = np.abs(a - truth)

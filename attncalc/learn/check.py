@@ -234,10 +234,58 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
     return out, sheet_of
 
 
-def _only(judged: dict, other: dict) -> int:
-    """Cells right by one way's own rounding and not right the other way at all (the screen's digits, right
-    to one who chops as they are, are no evidence of rounding): the evidence of a habit."""
-    return sum(int((v[-1] & ~other[n][0]).sum()) for n, v in judged.items())
+def _only(judged: dict, other: dict) -> dict[str, int]:
+    """name → cells right by one way's own rounding and not right the other way at all (the screen's digits,
+    right to one who chops as they are, are no evidence of rounding): the evidence of a habit."""
+    counts = {n: int((v[-1] & ~other[n][0]).sum()) for n, v in judged.items()}
+    return {n: k for n, k in counts.items() if k}
+
+
+def _named(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, habit: str) -> str | None:
+    """The known mistake that gives every cell of `name` judged with `habit`, when some cell is a slip."""
+    (sheet, sel), (right, carried, _, _, d, half, _) = fitted[name], judged[name]
+    slip = ~right & ~carried
+    if not slip.any():
+        return None
+    ways = Ways(sheet_of, name, d, precision, habit)
+    return mistake_named(ways, graph, sheet.values, sel, half, slip, blanks.of(sheet))
+
+
+def _habit(graph: Graph, fitted, rounded: tuple, chopped: tuple, precision: int) -> tuple[str, dict]:
+    """("truncate" or "round", name → the known mistake named with it): the habit that leaves fewer slips
+    unexplained (a slip in a tensor a known mistake gives is explained). When both leave as many, one chops
+    when chopping makes numbers correct and rounding none (one cut number among rounded ones is a slip),
+    the evidence read only where a habit can be read: not in a tensor worked from numbers that either way
+    calls wrong (from wrong numbers a cell may land anywhere, in either habit's band by chance), nor in one
+    a known mistake gives under the other habit unless this one finds it all correct (a rounding learner's
+    K·Qᵀ at 0 decimals may fall where chopping Q·Kᵀ lands)."""
+    judged = {"round": rounded, "truncate": chopped}
+    named: dict = {"round": {}, "truncate": {}}
+    unexplained = {}
+    for habit, (verdicts, sheet_of) in judged.items():
+        unexplained[habit] = 0
+        for n, (right, carried, *_) in verdicts.items():
+            slip = ~right & ~carried
+            if slip.any():
+                named[habit][n] = _named(graph, n, fitted, verdicts, sheet_of, precision, habit)
+                unexplained[habit] += 0 if named[habit][n] else int(slip.sum())
+    wrong = {n for n in rounded[0] if not (rounded[0][n][0].all() and chopped[0][n][0].all())}
+
+    def evidence(habit: str, other: str) -> int:
+        mine = judged[habit][0]
+        return sum(
+            k
+            for n, k in _only(mine, judged[other][0]).items()
+            if not (graph.upstream([n]) - {n}) & wrong and not (named[other].get(n) and not mine[n][0].all())
+        )
+
+    if unexplained["truncate"] < unexplained["round"] or (
+        unexplained["truncate"] == unexplained["round"]
+        and evidence("truncate", "round")
+        and not evidence("round", "truncate")
+    ):
+        return "truncate", named["truncate"]
+    return "round", named["round"]
 
 
 def _reported(half: np.ndarray) -> np.ndarray:
@@ -272,17 +320,15 @@ def _cells(graph: Graph, name: str, fitted, judged, yours, verdicts, precision: 
     return cells
 
 
-def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, habit: str) -> dict:
+def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, habit: str, named: dict) -> dict:
     """One tensor of the report: its verdicts, your numbers and the true ones, the wrong cells explained, the
-    known mistake that gives what you wrote."""
+    known mistake that gives what you wrote (`named`: the ones already found while choosing the habit)."""
     node, (sheet, sel) = graph.nodes[name], fitted[name]
     blank, truth, y = blanks.of(sheet), np.asarray(graph.value(name), float), sheet.values
-    right, carried, band, step, d, half, _ = judged
-    slip = ~right & ~carried
+    right, carried, band, step, _, half, _ = judged[name]
     verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
-    named = None
-    if slip.any():
-        named = mistake_named(Ways(sheet_of, name, d, precision, habit), graph, y, sel, half, slip, blank)
+    if name not in named:
+        named[name] = _named(graph, name, fitted, judged, sheet_of, precision, habit)
     return {
         "formula": str(node.formula),
         "shape": list(y.shape),
@@ -293,10 +339,10 @@ def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, h
         "tolerance": _reported(half).tolist(),
         "correct": jsonable(truth[sel]),
         "from_yours": jsonable(step[sel]) if step is not None else None,
-        "mistake": named,
+        "mistake": named[name],
         "wrong": int((~right).sum()),
         "not_attempted": int(blank.sum()),
-        "cells": _cells(graph, name, fitted, judged, sheet_of["yours"], verdicts, precision),
+        "cells": _cells(graph, name, fitted, judged[name], sheet_of["yours"], verdicts, precision),
     }
 
 
@@ -314,17 +360,17 @@ def check(
     sheets = resolve(graph, sheets, prefix)
     order = [n for n in graph.nodes if n in sheets]
     fitted, mine = _fitted(graph, sheets, order, head)
-    habit = "round"
+    habit, named = "round", {}
     judged, sheet_of = _verdicts(graph, fitted, mine, tol, precision, habit)
     if tol is None and any(not v[0].all() for v in judged.values()):  # one who chops: judged as one who chops
         chopped = _verdicts(graph, fitted, mine, tol, precision, "truncate")
-        # a habit: chopping explains numbers, rounding none (one cut number among rounded ones is a slip)
-        if _only(chopped[0], judged) and not _only(judged, chopped[0]):
-            habit, (judged, sheet_of) = "truncate", chopped
+        habit, named = _habit(graph, fitted, (judged, sheet_of), chopped, precision)
+        if habit == "truncate":
+            judged, sheet_of = chopped
     tensors, counts = {}, {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
     for name in order:
         if name in judged:
-            tensors[name] = _tensor(graph, name, fitted, judged[name], sheet_of, precision, habit)
+            tensors[name] = _tensor(graph, name, fitted, judged, sheet_of, precision, habit, named)
         else:
             tensors[name] = blanks.unattempted(graph.nodes[name], *fitted[name])
         for row in np.asarray(tensors[name]["verdicts"], object).reshape(-1):
