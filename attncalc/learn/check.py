@@ -200,7 +200,8 @@ def _fitted(graph: Graph, sheets: dict[str, Sheet], order: list, head) -> tuple[
 
 def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit: str) -> dict:
     """name → (right, carried, the right band or None with --tol, the tensor from your numbers or None,
-    decimals, half a unit) for every tensor you wrote, in graph order, each judged given the ones before."""
+    decimals, half a unit, right by this habit's own rounding, what some path gives however far from the
+    truth) for every tensor you wrote, in graph order, each judged given the ones before."""
     yours, ok = _with(graph, mine), _with(graph, mine)
     sheet_of = {"graph": graph, "ok": ok, "yours": yours, "mine": mine, "right": {}, "decs": {}}
     out = {}
@@ -218,32 +219,35 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
             half = np.full(y.shape, float(tol))
             right = close(y, truth[sel], half) | (close(y, _step(ok, name)[sel], half) if fed else False)
             carried = ~right & (close(y, step[sel], half) if fed else False)
+            worked = right | carried
         else:
             half = half_unit(d)
-            band, from_yours, screen = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
+            band, from_yours, screen, loose = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
             strict = band.holds(y)
             right = strict | (screen.holds(y) if screen is not None else False)
             carried = ~right & from_yours.holds(y)
+            worked = right | carried | loose.holds(y)
             if screen is not None:
                 band.join(screen)
         full_right = np.ones(truth.shape, bool)
         full_right[sel] = right
         sheet_of["right"][name] = full_right
         ok.give(name, np.where(full_right, mine[name], truth))
-        out[name] = (right, carried, band, step, d, half, right if tol is not None or band is None else strict)
+        strict = right if tol is not None or band is None else strict
+        out[name] = (right, carried, band, step, d, half, strict, worked)
     return out, sheet_of
 
 
 def _only(judged: dict, other: dict) -> dict[str, int]:
     """name → cells right by one way's own rounding and not right the other way at all (the screen's digits,
     right to one who chops as they are, are no evidence of rounding): the evidence of a habit."""
-    counts = {n: int((v[-1] & ~other[n][0]).sum()) for n, v in judged.items()}
+    counts = {n: int((v[6] & ~other[n][0]).sum()) for n, v in judged.items()}
     return {n: k for n, k in counts.items() if k}
 
 
 def _named(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, habit: str) -> str | None:
     """The known mistake that gives every cell of `name` judged with `habit`, when some cell is a slip."""
-    (sheet, sel), (right, carried, _, _, d, half, _) = fitted[name], judged[name]
+    (sheet, sel), (right, carried, _, _, d, half, *_) = fitted[name], judged[name]
     slip = ~right & ~carried
     if not slip.any():
         return None
@@ -252,23 +256,24 @@ def _named(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, ha
 
 
 def _habit(graph: Graph, fitted, rounded: tuple, chopped: tuple, precision: int) -> tuple[str, dict]:
-    """("truncate" or "round", name → the known mistake named with it): the habit that leaves fewer slips
-    unexplained (a slip in a tensor a known mistake gives is explained). When both leave as many, one chops
-    when chopping makes numbers correct and rounding none (one cut number among rounded ones is a slip),
-    the evidence read only where a habit can be read: not in a tensor worked from numbers that either way
-    calls wrong (from wrong numbers a cell may land anywhere, in either habit's band by chance), nor in one
-    a known mistake gives under the other habit unless this one finds it all correct (a rounding learner's
-    K·Qᵀ at 0 decimals may fall where chopping Q·Kᵀ lands)."""
+    """("truncate" or "round", name → the known mistake named with it): the habit that needs fewer errors to
+    explain the sheet — a known mistake is one error for its tensor, any other slip one for each cell, unless
+    some path gives it from numbers too coarse for the decimals written (1.00 from your `1.`: slack, no
+    error). When both need as many, one chops when chopping makes numbers correct and rounding none (one cut
+    number among rounded ones is a slip), the evidence read only where a habit can be read: not in a tensor
+    worked from numbers that either way calls wrong (from wrong numbers a cell may land anywhere, in either
+    habit's band by chance), nor in one a known mistake gives under the other habit unless this one finds it
+    all correct (a rounding learner's K·Qᵀ at 0 decimals may fall where chopping Q·Kᵀ lands)."""
     judged = {"round": rounded, "truncate": chopped}
     named: dict = {"round": {}, "truncate": {}}
-    unexplained = {}
+    errors = {}
     for habit, (verdicts, sheet_of) in judged.items():
-        unexplained[habit] = 0
-        for n, (right, carried, *_) in verdicts.items():
+        errors[habit] = 0
+        for n, (right, carried, *_, worked) in verdicts.items():
             slip = ~right & ~carried
             if slip.any():
                 named[habit][n] = _named(graph, n, fitted, verdicts, sheet_of, precision, habit)
-                unexplained[habit] += 0 if named[habit][n] else int(slip.sum())
+                errors[habit] += 1 if named[habit][n] else int((slip & ~worked).sum())
     wrong = {n for n in rounded[0] if not (rounded[0][n][0].all() and chopped[0][n][0].all())}
 
     def evidence(habit: str, other: str) -> int:
@@ -279,10 +284,8 @@ def _habit(graph: Graph, fitted, rounded: tuple, chopped: tuple, precision: int)
             if not (graph.upstream([n]) - {n}) & wrong and not (named[other].get(n) and not mine[n][0].all())
         )
 
-    if unexplained["truncate"] < unexplained["round"] or (
-        unexplained["truncate"] == unexplained["round"]
-        and evidence("truncate", "round")
-        and not evidence("round", "truncate")
+    if errors["truncate"] < errors["round"] or (
+        errors["truncate"] == errors["round"] and evidence("truncate", "round") and not evidence("round", "truncate")
     ):
         return "truncate", named["truncate"]
     return "round", named["round"]
@@ -297,7 +300,7 @@ def _reported(half: np.ndarray) -> np.ndarray:
 
 def _cells(graph: Graph, name: str, fitted, judged, yours, verdicts, precision: int) -> list[dict]:
     """The wrong cells of one tensor explained (at most MAX_CELLS)."""
-    (sheet, sel), (right, _, band, step, _, half, _) = fitted[name], judged
+    (sheet, sel), (right, _, band, step, _, half, *_) = fitted[name], judged
     node, truth, y = graph.nodes[name], np.asarray(graph.value(name), float), sheet.values
     cells = []
     for idx in map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()):
@@ -325,7 +328,7 @@ def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, h
     known mistake that gives what you wrote (`named`: the ones already found while choosing the habit)."""
     node, (sheet, sel) = graph.nodes[name], fitted[name]
     blank, truth, y = blanks.of(sheet), np.asarray(graph.value(name), float), sheet.values
-    right, carried, band, step, _, half, _ = judged[name]
+    right, carried, band, step, _, half, *_ = judged[name]
     verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
     if name not in named:
         named[name] = _named(graph, name, fitted, judged, sheet_of, precision, habit)

@@ -4,6 +4,8 @@ what you wrote (attncalc/learn/mistakes.py)."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from attncalc import texts
@@ -53,9 +55,10 @@ class Ways:
                         yield family, path
 
 
-def bands(ways: Ways, sel, truth) -> tuple[Band, Band, Band | None]:
+def bands(ways: Ways, sel, truth) -> tuple[Band, Band, Band | None, Band]:
     """(the band of right numbers, not far from the truth; the band of numbers carried from yours; for one
-    who chops, the screen's own digits: copied as they are, right whatever one's habit)."""
+    who chops, the screen's own digits: copied as they are, right whatever one's habit; the right band however
+    far: what the paths give, from numbers of yours too coarse for the decimals you wrote, 1.00 from `1.`)."""
     chop, scale = ways.habit == "truncate", size_of(truth)
     right, carried = Band(ways.d, ways.screen, chop), Band(ways.d, ways.screen, chop)
     for family, path in ways.each(ways.right + ways.carried):
@@ -65,7 +68,8 @@ def bands(ways: Ways, sel, truth) -> tuple[Band, Band, Band | None]:
     if chop:
         screen = Band(ways.d, ways.screen)
         screen.add_screen(truth)
-    return right.near(truth), carried, screen
+    loose = copy.copy(right)  # near() sets new ends, it changes no array in place
+    return right.near(truth), carried, screen, loose
 
 
 def mistake_named(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
