@@ -11,8 +11,8 @@ Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
   where those were themselves correct (their rounding is not held against you); "carried" — wrong, but
   in the band from your own numbers (`from_yours`: the step's operation on your tensors, the true ones
   where you gave none); "slip" — wrong even given your own numbers. `from_yours` is null for a tensor
-  none of your tensors feed. A sheet on which chopping explains numbers and rounding none is judged as
-  chopped throughout (`habit`: "truncate", said once in `notes`).
+  none of your tensors feed. A sheet that chopping explains with fewer errors than rounding (`_habit`) is
+  judged as chopped throughout (`habit`: "truncate", said once in `notes`).
 - A cell left blank (`_`) is "not_attempted", neither right nor wrong: a tensor left wholly blank is
   judged as if it were not on the sheet, a partly blank one with the true numbers in its blanks. `next`
   names the first tensor with blanks; `hint` (with `hint=True`) the first wrong cell (attncalc/learn/hint.py).
