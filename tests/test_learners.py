@@ -40,7 +40,8 @@ def test_every_cell_of_a_simulated_learners_sheet_gets_its_true_verdict(one):
 # learners whose sheets once got false verdicts (issue 35, `python tests/learners.py N SEED`): the habit read
 # from the sheet — a chopper whose only telling numbers sit beside a known mistake, a rounder whose K·Qᵀ at 0
 # decimals lands where chopping Q·Kᵀ does, a rounder whose far 4-decimal copy of their `1.` invites a chopped
-# mistake at 0 decimals, a chopper with no error but numbers a known mistake also gives
+# mistake at 0 decimals, a chopper with no error but numbers a known mistake also gives, a rounder whose
+# no-PE H leaves Q fitting chopping's band
 FOUND = [
     (
         "truncate",
@@ -68,6 +69,13 @@ FOUND = [
     ),
     ("truncate", learners.Learner("exercise:8", "attend", {"Z": 0}, "trunc", copy="target", hand="screen")),
     ("round", learners.Learner("exercise:8", "attend", {"H": 3, "Q": 0}, copy="exact", mistake=("H", "no_pe"))),
+    # a chopper's softmax over columns: the mistake is named when its numbers are cut (0.4 for 0.48)
+    (
+        "truncate",
+        learners.Learner(
+            "woaini", "attend", {"M": 0, "A": 1}, "trunc", copied=frozenset({"M"}), mistake=("A", "columns")
+        ),
+    ),
 ]
 
 

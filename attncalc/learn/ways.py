@@ -72,9 +72,21 @@ def bands(ways: Ways, sel, truth) -> tuple[Band, Band, Band | None, Band]:
     return right.near(truth), carried, screen, loose
 
 
+def fits(y, f, half, chop: bool) -> np.ndarray:
+    """Cells of y that the mistaken values f give: within half a unit, or for one who chops, f cut at y's
+    decimals (0.4 for 0.48)."""
+    near = close(y, f, half)
+    if chop:
+        unit = 2 * np.asarray(half, float)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            cut = np.copysign(np.floor(np.abs(f) / unit + 1e-9), f) * unit
+        near |= close(y, cut, 1e-6 * unit)
+    return near
+
+
 def mistake_named(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
     """Every known mistake that gives every cell you wrote, named together, or None."""
-    name, truth = ways.name, graph.value(ways.name)
+    name, truth, chop = ways.name, graph.value(ways.name), ways.habit == "truncate"
     steps = {}
     for n in [name] + sorted(graph.upstream([name]) - {name}, key=list(graph.nodes).index):
         if not graph.nodes[n].is_leaf:
@@ -92,9 +104,9 @@ def mistake_named(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | 
             if n == name or n in path.recompute:
                 for key, fn in found:
                     with np.errstate(all="ignore"):
-                        matched[key] |= close(y, np.asarray(path.variant((n, fn)).step(name), float)[sel], half)
+                        matched[key] |= fits(y, np.asarray(path.variant((n, fn)).step(name), float)[sel], half, chop)
         for key, fn in written:
-            matched[key] |= close(y, fn(f), half)
+            matched[key] |= fits(y, fn(f), half, chop)
         r, h = known.row_matches(y, f, half), known.head_matches(y, f, half)
         rows = r if rows is None or r is None else rows | r
         heads = h if heads is None or h is None else heads | h
