@@ -11,7 +11,7 @@ Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
   where those were themselves correct (their rounding is not held against you); "carried" — wrong, but
   in the band from your own numbers (`from_yours`: the step's operation on your tensors, the true ones
   where you gave none); "slip" — wrong even given your own numbers. `from_yours` is null for a tensor
-  none of your tensors feed. A sheet that chopping explains with fewer errors than rounding (`_habit`) is
+  none of your tensors feed. A sheet that chopping explains with fewer errors than rounding (attncalc/learn/habit.py) is
   judged as chopped throughout (`habit`: "truncate", said once in `notes`).
 - A cell left blank (`_`) is "not_attempted", neither right nor wrong: a tensor left wholly blank is
   judged as if it were not on the sheet, a partly blank one with the true numbers in its blanks. `next`
@@ -33,9 +33,10 @@ from attncalc.inputs.document import jsonable
 from attncalc.inputs.literal import cell_label
 from attncalc.inputs.worksheet import Sheet
 from attncalc.learn import blanks
+from attncalc.learn.habit import named_mistake, read_habit
 from attncalc.learn.hint import first_hint
 from attncalc.learn.tolerance import cell_decimals, close, half_unit
-from attncalc.learn.ways import Ways, bands, mistake_named, symmetric
+from attncalc.learn.ways import Ways, bands, symmetric
 from attncalc.render.text import expansion_lines
 
 # the known mistakes, each named by the text check.mistake.<key>
@@ -238,74 +239,6 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
     return out, sheet_of
 
 
-def _only(judged: dict, other: dict) -> dict[str, int]:
-    """name → cells right by one way's own rounding and not right the other way at all (the screen's digits,
-    right to one who chops as they are, are no evidence of rounding): the evidence of a habit."""
-    counts = {n: int((v[6] & ~other[n][0]).sum()) for n, v in judged.items()}
-    return {n: k for n, k in counts.items() if k}
-
-
-def _named(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, habit: str) -> str | None:
-    """The known mistake that gives every cell of `name` judged with `habit`, when some cell is a slip."""
-    (sheet, sel), (right, carried, _, _, d, half, *_) = fitted[name], judged[name]
-    slip = ~right & ~carried
-    if not slip.any():
-        return None
-    ways = Ways(sheet_of, name, d, precision, habit)
-    return mistake_named(ways, graph, sheet.values, sel, half, slip, blanks.of(sheet))
-
-
-def _habit(graph: Graph, fitted, rounded: tuple, chopped: tuple, precision: int) -> tuple[str, dict]:
-    """("truncate" or "round", name → the known mistake named with it): the habit that needs fewer errors to
-    explain the sheet — a slip is one error for each cell, unless some path gives it from numbers too coarse
-    for the decimals written (1.00 from your `1.`: slack, no error), and a known mistake that gives the
-    tensor is one for all of it. When both need as many, one chops when chopping makes numbers correct and rounding none (one cut
-    number among rounded ones is a slip), the evidence read only where a habit can be read: not in a tensor
-    worked from numbers that either way calls wrong (from wrong numbers a cell may land anywhere, in either
-    habit's band by chance), nor in one a known mistake gives under the other habit unless this one finds it
-    all correct (a rounding learner's K·Qᵀ at 0 decimals may fall where chopping Q·Kᵀ lands)."""
-    judged = {"round": rounded, "truncate": chopped}
-    named: dict = {"round": {}, "truncate": {}}
-
-    def mistake(habit: str, n: str):  # naming costs a judgement per known mistake: only where it decides
-        if n not in named[habit]:
-            verdicts, sheet_of = judged[habit]
-            named[habit][n] = _named(graph, n, fitted, verdicts, sheet_of, precision, habit)
-        return named[habit][n]
-
-    cells = {h: {n: int((~v[0] & ~v[1] & ~v[7]).sum()) for n, v in judged[h][0].items()} for h in judged}
-
-    def errors(habit: str, least: bool) -> int:  # a mistake not yet tried counts as named (least) or not
-        out = 0
-        for n, k in cells[habit].items():
-            maybe = mistake(habit, n) if n in named[habit] else least
-            out += min(k, 1) if maybe else k
-        return out
-
-    while errors("truncate", False) >= errors("round", True) and errors("round", False) >= errors("truncate", True):
-        untried = [(k, h, n) for h in judged for n, k in cells[h].items() if k > 1 and n not in named[h]]
-        if not untried:
-            break
-        _, h, n = max(untried)
-        mistake(h, n)
-    fewer = {h: errors(h, False) for h in judged}
-    wrong = {n for n in rounded[0] if not (rounded[0][n][0].all() and chopped[0][n][0].all())}
-
-    def evidence(habit: str, other: str) -> int:
-        mine = judged[habit][0]
-        return sum(
-            k
-            for n, k in _only(mine, judged[other][0]).items()
-            if not (graph.upstream([n]) - {n}) & wrong and not (mistake(other, n) and not mine[n][0].all())
-        )
-
-    if fewer["truncate"] < fewer["round"] or (
-        fewer["truncate"] == fewer["round"] and evidence("truncate", "round") and not evidence("round", "truncate")
-    ):
-        return "truncate", named["truncate"]
-    return "round", named["round"]
-
-
 def _reported(half: np.ndarray) -> np.ndarray:
     """Tolerances as a report gives them: rounded at 12 decimals, no float noise (0.0124999…); a huge one (a cell
     written as 1e308 is judged at 10³⁰⁰) as it is, where rounding would overflow."""
@@ -346,7 +279,7 @@ def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, h
     right, carried, band, step, _, half, *_ = judged[name]
     verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
     if name not in named:
-        named[name] = _named(graph, name, fitted, judged, sheet_of, precision, habit)
+        named[name] = named_mistake(graph, name, fitted, judged, sheet_of, precision, habit)
     return {
         "formula": str(node.formula),
         "shape": list(y.shape),
@@ -382,7 +315,7 @@ def check(
     judged, sheet_of = _verdicts(graph, fitted, mine, tol, precision, habit)
     if tol is None and any(not v[0].all() for v in judged.values()):  # one who chops: judged as one who chops
         chopped = _verdicts(graph, fitted, mine, tol, precision, "truncate")
-        habit, named = _habit(graph, fitted, (judged, sheet_of), chopped, precision)
+        habit, named = read_habit(graph, fitted, (judged, sheet_of), chopped, precision)
         if habit == "truncate":
             judged, sheet_of = chopped
     tensors, counts = {}, {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
