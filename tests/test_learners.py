@@ -69,6 +69,13 @@ FOUND = [
     ),
     ("truncate", learners.Learner("exercise:8", "attend", {"Z": 0}, "trunc", copy="target", hand="screen")),
     ("round", learners.Learner("exercise:8", "attend", {"H": 3, "Q": 0}, copy="exact", mistake=("H", "no_pe"))),
+    # a rounder's Z at 0 decimals from V copied at 0 and O worked at the screen's 3 (no error)
+    (
+        "round",
+        learners.Learner(
+            "multihead", "attend", {"A": 0, "Z": 0}, copy="target", hand="screen", copied=frozenset({"A"})
+        ),
+    ),
     # a chopper's softmax over columns: the mistake is named when its numbers are cut (0.4 for 0.48)
     (
         "truncate",

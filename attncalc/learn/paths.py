@@ -240,14 +240,16 @@ def _from_probs(graph, name: str):
     return name, from_probs
 
 
-def _ways(graph, name: str, sheet, stop, rs: list, screen: int):
-    """(recompute, hand, copy, mix, inner, swap) for every way of working `name` (see `paths`)."""
+def _ways(graph, name: str, sheet, stop, rs: list, screen: int, own: list):
+    """(recompute, hand, copy, mix, inner, swap) for every way of working `name` (see `paths`); `own`: the
+    decimals the answers are written at (V copied at 0 for a Z at 0, O worked at 3)."""
     soft = {n for n in graph.upstream([name]) | {name} if isinstance(graph.nodes[n].op, Softmax)}
     for recompute in horizons(graph, name, stop):
         if recompute:
             by_hand = bool(soft & (recompute | {name}))
-            for hand in rs:
-                for copy in dict.fromkeys((hand, screen, None)):
+            for hand in rs:  # what is copied: at the hand's decimals, the screen's, exact, or the answer's own
+                below = [r for r in own if hand is None or r < hand]  # below the hand: the answers' own decimals
+                for copy in dict.fromkeys((hand, screen, None, *below)):
                     for inner in (False, True) if by_hand and hand is not None else (False,):
                         yield recompute, hand, copy, {}, inner, None
             continue
@@ -269,7 +271,8 @@ def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, habit
     chop = habit == "truncate"
     # one who chops either copies the screen's digits or chops the exact number at its decimals themselves
     variants = [(True, screen), (True, None)] if chop else [(True, screen), (False, screen)]
-    for recompute, hand, copy, mix, inner, swap in _ways(graph, name, sheet, stop, roundings(d, screen), screen):
+    own = [max(0, int(x)) for x in np.unique(d)] if np.size(d) else []
+    for recompute, hand, copy, mix, inner, swap in _ways(graph, name, sheet, stop, roundings(d, screen), screen, own):
         for up, shown in variants:
             path = Path(graph, sheet, hand, copy, recompute, up, chop, mix, kw.get("floors") or {}, swap, shown)
             path.screen, path.inner = kw.get("copy"), inner
