@@ -18,8 +18,12 @@ The truth of each cell comes from the simulation alone, not from check's model:
 - "slip": the cell where they wrote a number that their own inputs do not give, as far again.
 A cell an error reached by less than that margin is "undecided" (counted, not asserted, beyond: a carried
 one is never a slip); so is a cell an error reached that still equals the clean twin's (the twin's earlier
-numbers are not this learner's: correct or carried), and a carried cell after an undecided one (that error
-may be judged right). A cell far from the truth by the issue's definition
+numbers are not this learner's: correct or carried), a carried cell after an undecided one (that error
+may be judged right), a cell worked from a far one written without an error (their S_scaled at 0
+decimals copied on as 1.00 for 0.577: the simulation's own honest work, wrong all the same), and a cell where
+the error changed the number but the learner writes it as the clean twin does only by their habit (X for
+X + PE, 0. for 0.99995 chopped: the same learner rounding would not), which is right only if the rest of the
+sheet shows that habit. A cell far from the truth by the issue's definition
 (FAR_UNITS units of its decimals and FAR_SHARE of its size) is never correct, however it was worked. A learner
 at 0 decimals writes `3.` (a bare `3` counts at the matrix's decimals, docs/arithmetic.md); one who copies
 from the screen writes at most its 3 decimals (an answer at more decimals than its inputs is not right).
@@ -191,6 +195,11 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
     erred_at = {learner.slip[0]} if learner.slip else set()
     if learner.mistake:
         erred_at.add(learner.mistake[0])
+    # the same learner with the other habit: where their error and their clean twin part, the cell that this
+    # learner writes as the twin does only by their habit shows no habit the sheet may show (X for X + PE, 0.
+    # for 0.99995 chopped): right if the sheet shows they chop, a slip otherwise
+    other = Learner(**{**vars(learner), "habit": "up" if learner.habit == "trunc" else "trunc"})
+    other_actual, other_clean = (work(other), work(other, slip=False, mistake=False)) if erred_at else ({}, {})
     for name, cells in actual.items():
         d = SCREEN if name in learner.copied else learner.written[name]
         a, c = np.vectorize(_num)(cells), np.vectorize(_num)(clean[name])
@@ -207,7 +216,9 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
         same = (cells == clean[name]) | (np.isneginf(a) & np.isneginf(c))
         beyond = ~same & (~np.isfinite(off) | (off > margin))
         kind = np.where(same, "correct", np.where(beyond, "carried", "undecided_carried")).astype(object)
-        if tainted[name]:
+        # a far number written without an error (a 0-decimal S_scaled copied on at 2 decimals: 1.00 for 0.577)
+        # is wrong all the same: what is worked from it is correct or carried, the simulation cannot say which
+        if tainted[name] or any((out[m] == "far").any() for m in graph.upstream([name]) - {name} if m in out):
             kind = np.where(kind == "correct", "undecided_carried", kind)
         with np.errstate(invalid="ignore"):
             gap = np.abs(a - truth)
@@ -223,6 +234,8 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
             differs = ~(cells == own)
             far_from_own = ~np.isfinite(from_own) | (from_own > margin)
             kind = np.where(differs & beyond & far_from_own, "slip", np.where(differs, "undecided", kind))
+            by_habit = (cells == clean[name]) & (other_actual[name] != other_clean[name])
+            kind = np.where(by_habit & (kind == "correct"), "undecided", kind)
         if any((out[m] == "undecided").any() for m in graph.upstream([name]) - {name} if m in out):
             # an earlier error too small to call may be judged right: what follows from it, correct or carried
             kind = np.where(kind == "carried", "undecided_carried", kind)

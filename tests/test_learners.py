@@ -9,6 +9,7 @@ import os
 
 import learners
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +35,63 @@ SHEETS = 2000 if CI else 12  # a simulated sheet costs check's whole judgement (
 def test_every_cell_of_a_simulated_learners_sheet_gets_its_true_verdict(one):
     judged, false = learners.compare(one)
     assert not false, (one, false[:5])
+
+
+# learners whose sheets once got false verdicts (issue 35, `python tests/learners.py N SEED`): the habit read
+# from the sheet — a chopper whose only telling numbers sit beside a known mistake, a rounder whose K·Qᵀ at 0
+# decimals lands where chopping Q·Kᵀ does, a rounder whose far 4-decimal copy of their `1.` invites a chopped
+# mistake at 0 decimals, a chopper with no error but numbers a known mistake also gives, a rounder whose
+# no-PE H leaves Q fitting chopping's band
+FOUND = [
+    (
+        "truncate",
+        learners.Learner("exercise:1", "attend", {"K": 1, "S_scaled": 0}, "trunc", mistake=("S_scaled", "no_scale")),
+    ),
+    (
+        "round",
+        learners.Learner(
+            "exercise:10",
+            "attend",
+            {"S": 0, "S_scaled": 1, "S_masked": 2, "A": 3},
+            copied=frozenset({"S_masked"}),
+            mistake=("S", "swapped"),
+        ),
+    ),
+    (
+        "round",
+        learners.Learner(
+            "exercise:5",
+            "encoder",
+            {"enc.0.S_scaled": 0, "enc.0.S_masked": 4, "enc.0.A": 0},
+            copy="target",
+            hand="exact",
+        ),
+    ),
+    ("truncate", learners.Learner("exercise:8", "attend", {"Z": 0}, "trunc", copy="target", hand="screen")),
+    ("round", learners.Learner("exercise:8", "attend", {"H": 3, "Q": 0}, copy="exact", mistake=("H", "no_pe"))),
+    # a rounder's Z at 0 decimals from V copied at 0 and O worked at the screen's 3 (no error)
+    (
+        "round",
+        learners.Learner(
+            "multihead", "attend", {"A": 0, "Z": 0}, copy="target", hand="screen", copied=frozenset({"A"})
+        ),
+    ),
+    # a chopper's softmax over columns: the mistake is named when its numbers are cut (0.4 for 0.48)
+    (
+        "truncate",
+        learners.Learner(
+            "woaini", "attend", {"M": 0, "A": 1}, "trunc", copied=frozenset({"M"}), mistake=("A", "columns")
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("habit, one", FOUND)
+def test_the_habit_is_read_from_the_sheet_and_every_cell_gets_its_true_verdict(habit, one):
+    calc = learners.calculation(one.source, one.stage)
+    assert calc.check(learners.as_json(learners.work(one))).report["habit"] == habit
+    judged, false = learners.compare(one)
+    assert judged > 0 and not false, false
 
 
 @st.composite

@@ -95,3 +95,14 @@ def test_quiz_uses_the_same_paths(cli):
     assert judge("0.42", 0.4257, g, "Q", (1, 0), 3)[0] is True  # 0.425 from H at 2 decimals
     assert judge("3.06", 3.0144, g, "S", (1, 1), 3)[0] is False
     assert judge("3.04", 3.0144, g, "S", (1, 1), 3)[0] is True
+
+
+def test_a_cell_written_finer_than_a_hand_works_adds_its_own_decimals_not_every_one_between():
+    """One cell at 300 decimals among cells at 2 (a hostile sheet, issue 36) was worked at each of 2 … 301
+    decimals: 40–90 s for one sheet. Decimals a hand works at are all tried; a finer cell adds its own and one
+    more."""
+    from attncalc.learn.paths import roundings
+
+    assert roundings(np.array([2, 3]), 3) == [2, 3, 4, None]  # as written or one more, the screen's, exact
+    assert roundings(np.array([2, 300]), 3) == [2, 3, 300, 301, None]
+    assert roundings(np.array([0, 4]), 3) == [0, 1, 2, 3, 4, 5, None]

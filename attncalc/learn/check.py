@@ -11,8 +11,8 @@ Pure: worksheet text → `Sheet`s → a report dict (no printing). Rules:
   where those were themselves correct (their rounding is not held against you); "carried" — wrong, but
   in the band from your own numbers (`from_yours`: the step's operation on your tensors, the true ones
   where you gave none); "slip" — wrong even given your own numbers. `from_yours` is null for a tensor
-  none of your tensors feed. A sheet on which chopping explains numbers and rounding none is judged as
-  chopped throughout (`habit`: "truncate", said once in `notes`).
+  none of your tensors feed. A sheet that chopping explains with fewer errors than rounding (attncalc/learn/habit.py) is
+  judged as chopped throughout (`habit`: "truncate", said once in `notes`).
 - A cell left blank (`_`) is "not_attempted", neither right nor wrong: a tensor left wholly blank is
   judged as if it were not on the sheet, a partly blank one with the true numbers in its blanks. `next`
   names the first tensor with blanks; `hint` (with `hint=True`) the first wrong cell (attncalc/learn/hint.py).
@@ -33,9 +33,10 @@ from attncalc.inputs.document import jsonable
 from attncalc.inputs.literal import cell_label
 from attncalc.inputs.worksheet import Sheet
 from attncalc.learn import blanks
+from attncalc.learn.habit import named_mistake, read_habit
 from attncalc.learn.hint import first_hint
 from attncalc.learn.tolerance import cell_decimals, close, half_unit
-from attncalc.learn.ways import Ways, bands, mistake_named, symmetric
+from attncalc.learn.ways import Ways, bands, symmetric
 from attncalc.render.text import expansion_lines
 
 # the known mistakes, each named by the text check.mistake.<key>
@@ -200,7 +201,8 @@ def _fitted(graph: Graph, sheets: dict[str, Sheet], order: list, head) -> tuple[
 
 def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit: str) -> dict:
     """name → (right, carried, the right band or None with --tol, the tensor from your numbers or None,
-    decimals, half a unit) for every tensor you wrote, in graph order, each judged given the ones before."""
+    decimals, half a unit, right by this habit's own rounding, what some path gives however far from the
+    truth) for every tensor you wrote, in graph order, each judged given the ones before."""
     yours, ok = _with(graph, mine), _with(graph, mine)
     sheet_of = {"graph": graph, "ok": ok, "yours": yours, "mine": mine, "right": {}, "decs": {}}
     out = {}
@@ -218,26 +220,23 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
             half = np.full(y.shape, float(tol))
             right = close(y, truth[sel], half) | (close(y, _step(ok, name)[sel], half) if fed else False)
             carried = ~right & (close(y, step[sel], half) if fed else False)
+            worked = right | carried
         else:
             half = half_unit(d)
-            band, from_yours, screen = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
+            band, from_yours, screen, loose = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
             strict = band.holds(y)
             right = strict | (screen.holds(y) if screen is not None else False)
             carried = ~right & from_yours.holds(y)
+            worked = right | carried | loose.holds(y)
             if screen is not None:
                 band.join(screen)
         full_right = np.ones(truth.shape, bool)
         full_right[sel] = right
         sheet_of["right"][name] = full_right
         ok.give(name, np.where(full_right, mine[name], truth))
-        out[name] = (right, carried, band, step, d, half, right if tol is not None or band is None else strict)
+        strict = right if tol is not None or band is None else strict
+        out[name] = (right, carried, band, step, d, half, strict, worked)
     return out, sheet_of
-
-
-def _only(judged: dict, other: dict) -> int:
-    """Cells right by one way's own rounding and not right the other way at all (the screen's digits, right
-    to one who chops as they are, are no evidence of rounding): the evidence of a habit."""
-    return sum(int((v[-1] & ~other[n][0]).sum()) for n, v in judged.items())
 
 
 def _reported(half: np.ndarray) -> np.ndarray:
@@ -249,7 +248,7 @@ def _reported(half: np.ndarray) -> np.ndarray:
 
 def _cells(graph: Graph, name: str, fitted, judged, yours, verdicts, precision: int) -> list[dict]:
     """The wrong cells of one tensor explained (at most MAX_CELLS)."""
-    (sheet, sel), (right, _, band, step, _, half, _) = fitted[name], judged
+    (sheet, sel), (right, _, band, step, _, half, *_) = fitted[name], judged
     node, truth, y = graph.nodes[name], np.asarray(graph.value(name), float), sheet.values
     cells = []
     for idx in map(tuple, np.argwhere(~right)[:MAX_CELLS].tolist()):
@@ -272,17 +271,15 @@ def _cells(graph: Graph, name: str, fitted, judged, yours, verdicts, precision: 
     return cells
 
 
-def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, habit: str) -> dict:
+def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, habit: str, named: dict) -> dict:
     """One tensor of the report: its verdicts, your numbers and the true ones, the wrong cells explained, the
-    known mistake that gives what you wrote."""
+    known mistake that gives what you wrote (`named`: the ones already found while choosing the habit)."""
     node, (sheet, sel) = graph.nodes[name], fitted[name]
     blank, truth, y = blanks.of(sheet), np.asarray(graph.value(name), float), sheet.values
-    right, carried, band, step, d, half, _ = judged
-    slip = ~right & ~carried
+    right, carried, band, step, _, half, *_ = judged[name]
     verdicts = np.where(blank, "not_attempted", np.where(right, "correct", np.where(carried, "carried", "slip")))
-    named = None
-    if slip.any():
-        named = mistake_named(Ways(sheet_of, name, d, precision, habit), graph, y, sel, half, slip, blank)
+    if name not in named:
+        named[name] = named_mistake(graph, name, fitted, judged, sheet_of, precision, habit)
     return {
         "formula": str(node.formula),
         "shape": list(y.shape),
@@ -293,10 +290,10 @@ def _tensor(graph: Graph, name: str, fitted, judged, sheet_of, precision: int, h
         "tolerance": _reported(half).tolist(),
         "correct": jsonable(truth[sel]),
         "from_yours": jsonable(step[sel]) if step is not None else None,
-        "mistake": named,
+        "mistake": named[name],
         "wrong": int((~right).sum()),
         "not_attempted": int(blank.sum()),
-        "cells": _cells(graph, name, fitted, judged, sheet_of["yours"], verdicts, precision),
+        "cells": _cells(graph, name, fitted, judged[name], sheet_of["yours"], verdicts, precision),
     }
 
 
@@ -314,17 +311,17 @@ def check(
     sheets = resolve(graph, sheets, prefix)
     order = [n for n in graph.nodes if n in sheets]
     fitted, mine = _fitted(graph, sheets, order, head)
-    habit = "round"
+    habit, named = "round", {}
     judged, sheet_of = _verdicts(graph, fitted, mine, tol, precision, habit)
     if tol is None and any(not v[0].all() for v in judged.values()):  # one who chops: judged as one who chops
         chopped = _verdicts(graph, fitted, mine, tol, precision, "truncate")
-        # a habit: chopping explains numbers, rounding none (one cut number among rounded ones is a slip)
-        if _only(chopped[0], judged) and not _only(judged, chopped[0]):
-            habit, (judged, sheet_of) = "truncate", chopped
+        habit, named = read_habit(graph, fitted, (judged, sheet_of), chopped, precision)
+        if habit == "truncate":
+            judged, sheet_of = chopped
     tensors, counts = {}, {"correct": 0, "carried": 0, "slip": 0, "not_attempted": 0}
     for name in order:
         if name in judged:
-            tensors[name] = _tensor(graph, name, fitted, judged[name], sheet_of, precision, habit)
+            tensors[name] = _tensor(graph, name, fitted, judged, sheet_of, precision, habit, named)
         else:
             tensors[name] = blanks.unattempted(graph.nodes[name], *fitted[name])
         for row in np.asarray(tensors[name]["verdicts"], object).reshape(-1):

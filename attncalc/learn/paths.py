@@ -15,6 +15,7 @@ from attncalc.core.layer_ops import NegLogLikelihood
 from attncalc.core.ops import Softmax
 
 MAX_HORIZON = 6  # steps a learner may have worked by hand before this one
+FINEST = 17  # float64 keeps about 17 significant digits: no hand works finer
 MAX_MIXES = 64  # ways of copying the inputs of one step, each at its own decimals, tried at most
 
 
@@ -212,9 +213,13 @@ def horizons(graph, name: str, stop) -> list[frozenset]:
 def roundings(d: np.ndarray, screen: int) -> list[int | None]:
     """The decimals a learner may round at when writing at d: as written or one more (never fewer), the
     screen's, and exact (None)."""
-    written = [int(x) for x in np.unique(d)] if np.size(d) else [screen]
-    low, high = max(0, min(written)), max(0, max(written)) + 1
-    return sorted(set(range(low, high + 1)) | {screen}) + [None]
+    written = [max(0, int(x)) for x in np.unique(d)] if np.size(d) else [screen]
+    # every decimals between the sheet's fewest and most (and one more), as long as a hand could work at them;
+    # a cell written finer than FINEST adds its own decimals and one more (one cell at 300 decimals among
+    # cells at 2 is not worked at each of 2 … 301)
+    usual = [w for w in written if w <= FINEST] or [screen]
+    between = range(min(usual), max(usual) + 2)
+    return sorted(set(between) | {w + k for w in written for k in (0, 1)} | {screen}) + [None]
 
 
 def _mixes(graph, name: str, sheet, rs: list) -> list[dict]:
@@ -247,14 +252,16 @@ def _from_probs(graph, name: str):
     return name, from_probs
 
 
-def _ways(graph, name: str, sheet, stop, rs: list, screen: int):
-    """(recompute, hand, copy, mix, inner, swap) for every way of working `name` (see `paths`)."""
+def _ways(graph, name: str, sheet, stop, rs: list, screen: int, own: list):
+    """(recompute, hand, copy, mix, inner, swap) for every way of working `name` (see `paths`); `own`: the
+    decimals the answers are written at (V copied at 0 for a Z at 0, O worked at 3)."""
     soft = {n for n in graph.upstream([name]) | {name} if isinstance(graph.nodes[n].op, Softmax)}
     for recompute in horizons(graph, name, stop):
         if recompute:
             by_hand = bool(soft & (recompute | {name}))
-            for hand in rs:
-                for copy in dict.fromkeys((hand, screen, None)):
+            for hand in rs:  # what is copied: at the hand's decimals, the screen's, exact, or the answer's own
+                below = [r for r in own if hand is None or r < hand]  # below the hand: the answers' own decimals
+                for copy in dict.fromkeys((hand, screen, None, *below)):
                     for inner in (False, True) if by_hand and hand is not None else (False,):
                         yield recompute, hand, copy, {}, inner, None
             continue
@@ -277,7 +284,8 @@ def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, habit
     # one who chops either copies the screen's digits or chops the exact number at its decimals themselves
     variants = [(True, screen), (True, None)] if chop else [(True, screen), (False, screen)]
     copied_at: dict = {}  # shared by every path of this call (Path.copied_at)
-    for recompute, hand, copy, mix, inner, swap in _ways(graph, name, sheet, stop, roundings(d, screen), screen):
+    own = [max(0, int(x)) for x in np.unique(d)] if np.size(d) else []
+    for recompute, hand, copy, mix, inner, swap in _ways(graph, name, sheet, stop, roundings(d, screen), screen, own):
         for up, shown in variants:
             path = Path(graph, sheet, hand, copy, recompute, up, chop, mix, kw.get("floors") or {}, swap, shown)
             path.screen, path.inner, path.copied_at = kw.get("copy"), inner, copied_at

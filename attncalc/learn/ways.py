@@ -4,6 +4,8 @@ what you wrote (attncalc/learn/mistakes.py)."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from attncalc import texts
@@ -64,9 +66,10 @@ def _add_all(band: Band, waiting: list) -> None:
         waiting.clear()
 
 
-def bands(ways: Ways, sel, truth) -> tuple[Band, Band, Band | None]:
+def bands(ways: Ways, sel, truth) -> tuple[Band, Band, Band | None, Band]:
     """(the band of right numbers, not far from the truth; the band of numbers carried from yours; for one
-    who chops, the screen's own digits: copied as they are, right whatever one's habit)."""
+    who chops, the screen's own digits: copied as they are, right whatever one's habit; the right band however
+    far: what the paths give, from numbers of yours too coarse for the decimals you wrote, 1.00 from `1.`)."""
     chop, scale = ways.habit == "truncate", size_of(truth)
     right, carried = Band(ways.d, ways.screen, chop), Band(ways.d, ways.screen, chop)
     waiting = {id(right): [], id(carried): []}  # each band's paths not yet added: (values, lowest)
@@ -81,12 +84,25 @@ def bands(ways: Ways, sel, truth) -> tuple[Band, Band, Band | None]:
     if chop:
         screen = Band(ways.d, ways.screen)
         screen.add_screen(truth)
-    return right.near(truth), carried, screen
+    loose = copy.copy(right)  # near() sets new ends, it changes no array in place
+    return right.near(truth), carried, screen, loose
+
+
+def fits(y, f, half, chop: bool) -> np.ndarray:
+    """Cells of y that the mistaken values f give: within half a unit, or for one who chops, f cut at y's
+    decimals (0.4 for 0.48)."""
+    near = close(y, f, half)
+    if chop:
+        unit = 2 * np.asarray(half, float)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            cut = np.copysign(np.floor(np.abs(f) / unit + 1e-9), f) * unit
+        near |= close(y, cut, 1e-6 * unit)
+    return near
 
 
 def mistake_named(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
     """Every known mistake that gives every cell you wrote, named together, or None."""
-    name, truth = ways.name, graph.value(ways.name)
+    name, truth, chop = ways.name, graph.value(ways.name), ways.habit == "truncate"
     steps = {}
     for n in [name] + sorted(graph.upstream([name]) - {name}, key=list(graph.nodes).index):
         if not graph.nodes[n].is_leaf:
@@ -104,9 +120,9 @@ def mistake_named(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | 
             if n == name or n in path.recompute:
                 for key, fn in found:
                     with np.errstate(all="ignore"):
-                        matched[key] |= close(y, np.asarray(path.variant((n, fn)).step(name), float)[sel], half)
+                        matched[key] |= fits(y, np.asarray(path.variant((n, fn)).step(name), float)[sel], half, chop)
         for key, fn in written:
-            matched[key] |= close(y, fn(f), half)
+            matched[key] |= fits(y, fn(f), half, chop)
         r, h = known.row_matches(y, f, half), known.head_matches(y, f, half)
         rows = r if rows is None or r is None else rows | r
         heads = h if heads is None or h is None else heads | h
