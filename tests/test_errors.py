@@ -289,6 +289,8 @@ def test_an_error_names_each_file_it_was_given_once(cli, tmp_path):
     (model / "model.safetensors").write_bytes(b"x" * 16)
     ragged = tmp_path / "ragged.json"
     ragged.write_text(json.dumps(mutated(lambda fx: fx["attention"]["Wv"][1].pop())), encoding="utf-8")
+    misspelt = tmp_path / "misspelt.json"
+    misspelt.write_text(json.dumps(mutated(lambda fx: fx["attention"].update(wq=fx["attention"].pop("Wq")))))
     ragged_sheet = tmp_path / "ragged_sheet.json"
     ragged_sheet.write_text('{"S": [[1, 2, 3], [1, 2]]}', encoding="utf-8")
     sheet = tmp_path / "sheet.txt"
@@ -299,7 +301,12 @@ def test_an_error_names_each_file_it_was_given_once(cli, tmp_path):
         ("attend", "--fixture", str(folder)),
         ("attend", "--fixture", bad),
         ("attend", "--fixture", lst),
-        ("attend", "--fixture", str(ragged)),  # was `ragged.json: attention.Wv[1]: … like ragged.json: attention.Wv[0]`
+        ("attend", "--fixture", str(ragged)),
+        (
+            "attend",
+            "--fixture",
+            str(misspelt),
+        ),  # was `… found nothing\n  (misspelt.json: unknown fixture keys …)`  # was `ragged.json: attention.Wv[1]: … like ragged.json: attention.Wv[0]`
         ("softmax", missing),
         ("check", str(tmp_path / "missing.txt")),
         ("check", str(sheet)),

@@ -108,7 +108,9 @@ def far_sheet(draw):
     off = sign.reshape(truth.shape) * np.maximum(
         units * 10.0**-d, share * np.abs(np.where(np.isfinite(truth), truth, 0))
     )
-    wrong = np.where(np.isfinite(truth), truth + off * 1.01, 0.0)
+    # half a unit more, so that writing it at d decimals cannot bring it back within reach (0.0097 → 0.010 for
+    # 0.019999 with FAR_SHARE's 0.01 the limit: the ci profile drew that)
+    wrong = np.where(np.isfinite(truth), truth + off * 1.01 + np.sign(off) * 0.5 * 10.0**-d, 0.0)
     return calc, name, np.vectorize(lambda v: learners.write(v, d, "up"), otypes=[object])(wrong), d
 
 

@@ -181,15 +181,15 @@ RENUMBERED = [ADDED[0] | {"id": 2}, ADDED[2] | {"id": 40}]  # ids the library do
 
 @pytest.mark.parametrize("which", ["minilm", "word level", "added tokens", "byte-level BPE", "renumbered"])
 def test_a_tokenizer_jsons_own_lists_are_what_the_library_reads(which, tmp_path):
-    """--ids labels its tokens from tokenizer.json's own lists while the library reads the file on another
-    thread (tokens.Ahead): the lists must be the library's (or the library reads them, when the file's
-    added ids are not what it makes of them)."""
+    """--ids labels its tokens from tokenizer.json's own lists, the library's reading deferred (rust_calls.ReadLater):
+    the lists must be the library's (or the library reads them, when the file's added ids are not what it
+    makes of them)."""
     pytest.importorskip("tokenizers")
     import crafted
     from tokenizers import Tokenizer
 
     from attncalc.inputs.checkpoints import tokens
-    from attncalc.inputs.checkpoints.rust_calls import Ahead
+    from attncalc.inputs.checkpoints.rust_calls import ReadLater
 
     bpe = {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "Ġ": 3}, "merges": ["a b"], "unk_token": None}
     specs = {
@@ -205,7 +205,7 @@ def test_a_tokenizer_jsons_own_lists_are_what_the_library_reads(which, tmp_path)
         library = Tokenizer.from_str(f.read())
     library.no_padding()
     mine = tokens.from_folder(folder, {})
-    assert isinstance(mine._tokenizer, Ahead) is (which != "renumbered")
+    assert isinstance(mine._tokenizer, ReadLater) is (which != "renumbered")
     theirs = tokens._of(library, mine.byte_level, "")
     assert (mine.by_id, mine.special) == (theirs.by_id, theirs.special)
     assert mine.byte_level is (which == "byte-level BPE")

@@ -191,14 +191,17 @@ def _every_name(fx: Fixture, opts: Options) -> set[str]:
 UNKNOWN_SHOWN = 5
 
 
-def _unknown(kind: str, where: str, names: list[str], known) -> str:
-    """The warning about names nobody reads (fixture keys, document tensors), with the nearest known."""
+def _unknown(kind: str, where: str | None, names: list[str], known) -> str:
+    """The warning about names nobody reads (fixture keys, document tensors), with the nearest known (`where`
+    None: said after an error that already names the file)."""
     shown = names[:UNKNOWN_SHOWN]  # a generate document has hundreds: a count and the first few
     near = list(dict.fromkeys(m for m in (nearest(n, known) for n in shown) if m))
     hint = texts.t("surprises.did_you_mean", name=", ".join(near)) if near else ""
     listed = ", ".join(shown)
     if len(names) > len(shown):
         listed = texts.t("surprises.names_more", names=listed, n=len(names) - len(shown))
+    if where is None:
+        return texts.t(f"surprises.unknown_{kind}_here", hint=hint, names=listed)
     return texts.t(f"surprises.unknown_{kind}", where=where, hint=hint, names=listed)
 
 
@@ -256,7 +259,8 @@ def open_session(req: Request, stand_in: bool = False) -> Session:
     try:
         graph = build(fx, req.stage, opts)
     except InputError as e:
-        e.hint = notes[0] if notes else None  # a misspelt key is often why a field is missing
+        # a misspelt key is often why a field is missing (said without the file the error has just named)
+        e.hint = _unknown("keys", None, unknown_keys(raw), known_paths()) if notes else None
         raise
     finally:
         if got.readable is not None:  # a tokenizer.json the library could not read is refused first

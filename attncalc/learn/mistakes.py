@@ -49,8 +49,38 @@ def _widths(graph, scores: str) -> tuple[int, int] | None:
     return None
 
 
+class _Exact:
+    """The graph's own values in the shape of a path (value, inputs): a mistake worked on the true numbers."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def value(self, name: str):
+        return self.graph.value(name)
+
+    def inputs(self, name: str) -> list:
+        return [self.graph.value(i) for i in self.graph.nodes[name].inputs]
+
+
+def _changes(fn, given, truth) -> bool:
+    """Whether a mistaken way gives other numbers than the right one (on the true inputs): a mask applied after
+    the softmax where nothing is masked, or S swapped where S is symmetric, is no mistake one can see."""
+    with np.errstate(all="ignore"):
+        try:
+            wrong = np.asarray(fn(given), float)
+        except (ValueError, IndexError):
+            return True
+    truth = np.asarray(truth, float)
+    return wrong.shape != truth.shape or not np.allclose(wrong, truth, rtol=1e-12, atol=0.0, equal_nan=True)
+
+
 def step_mistakes(graph, name: str) -> list[tuple[str, callable]]:
-    """(key, fn(path) -> the step done that way) for the step `name`."""
+    """(key, fn(path) -> the step done that way) for the step `name`: the ways that change its numbers."""
+    exact = _Exact(graph)
+    return [(k, fn) for k, fn in _step_mistakes(graph, name) if _changes(fn, exact, graph.value(name))]
+
+
+def _step_mistakes(graph, name: str) -> list[tuple[str, callable]]:
     node = graph.nodes[name]
     op, ins, out = node.op, node.inputs, []
     src = graph.nodes.get(ins[0]) if ins else None
@@ -91,7 +121,11 @@ def step_mistakes(graph, name: str) -> list[tuple[str, callable]]:
 
 
 def written_mistakes(truth: np.ndarray) -> list[tuple[str, callable]]:
-    """(key, fn(f) -> what writing the right tensor f down that way gives)."""
+    """(key, fn(f) -> what writing the right tensor f down that way gives): the ways that change its numbers."""
+    return [(k, fn) for k, fn in _written_mistakes(truth) if _changes(fn, truth, truth)]
+
+
+def _written_mistakes(truth: np.ndarray) -> list[tuple[str, callable]]:
     out = []
     if truth.ndim >= 2 and truth.shape[-1] == truth.shape[-2]:
         out.append(("transposed", _swap))

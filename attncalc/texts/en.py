@@ -216,6 +216,7 @@ TEXTS = {
     "surprises.default_example": "no input given, so this uses the bundled example {name} "
     "(give --example, --fixture or a document for another)",
     "surprises.unknown_keys": "{where}: unknown fixture keys {names} are ignored{hint}",
+    "surprises.unknown_keys_here": "unknown fixture keys {names} are ignored{hint}",
     "surprises.unknown_tensors": "{where}: unknown tensors {names} are ignored{hint}",
     "surprises.did_you_mean": " (did you mean {name}?)",
     "surprises.progress": "generating tokens",

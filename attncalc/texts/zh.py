@@ -216,6 +216,7 @@ TEXTS = {
     "surprises.default_example": "没有给出输入，这里使用自带的示例 {name}"
     "（要换别的输入，请用 --example、--fixture 或管道文档）",
     "surprises.unknown_keys": "{where}：未知的 fixture 字段 {names} 已被忽略{hint}",
+    "surprises.unknown_keys_here": "未知的 fixture 字段 {names} 已被忽略{hint}",
     "surprises.unknown_tensors": "{where}：未知的张量 {names} 已被忽略{hint}",
     "surprises.did_you_mean": "（是不是想写 {name}？）",
     "surprises.progress": "正在生成",

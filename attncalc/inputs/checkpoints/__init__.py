@@ -61,8 +61,8 @@ class Checkpoint:
         return self._fixture(ids, where, list(map("#{}".format, range(size))), _copy_tree(self._weights, _stand_in))
 
     def readable(self) -> None:
-        """Raises what reading the tokenizer file raised, once the library has read it (tokens.Ahead: on
-        another thread, while the fixture and its graph are built)."""
+        """Raises what reading the tokenizer file raises (its reading deferred: rust_calls.ReadLater), once the fixture
+        and its graph are built."""
         if self.tokenizer is not None:
             self.tokenizer.readable()
 

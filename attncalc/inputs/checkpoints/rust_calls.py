@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 
 from attncalc.errors import InputError
 
@@ -30,12 +29,11 @@ def quiet_stderr():
         os.close(saved)
 
 
-def rust(call, where: str, expected: str, quiet: bool = True):
+def rust(call, where: str, expected: str):
     """call() inside `tokenizers` (Rust): its errors and panics (pyo3's PanicException is a BaseException)
-    become an InputError naming `where`; the panic's own message stays out of the output (`quiet`: not on
-    another thread, where silencing descriptor 2 would silence the program's own messages too)."""
+    become an InputError naming `where`; the panic's own message stays out of the output."""
     try:
-        with quiet_stderr() if quiet else contextlib.nullcontext():
+        with quiet_stderr():
             return call()
     except (KeyboardInterrupt, SystemExit, MemoryError):
         raise
@@ -53,25 +51,7 @@ class Later:
         self.make = make
 
 
-class Ahead(Later):
-    """A tokenizer read on another thread from now on (`tokenizers` releases the GIL while it parses a
-    tokenizer.json: SmolLM2's takes 0.2 s, which a prompt's --ids run spends on its labels and weights
-    meanwhile); `make()` waits for it and raises what reading it raised (an InputError, from `rust`)."""
-
-    def __init__(self, make):
-        self._made, self._failed = None, None
-        self._thread = threading.Thread(target=self._run, args=(make,), name="attncalc-tokenizer", daemon=True)
-        self._thread.start()
-        super().__init__(self._wait)
-
-    def _run(self, make) -> None:
-        try:
-            self._made = make()
-        except BaseException as e:  # raised again on the thread that waits for it
-            self._failed = e
-
-    def _wait(self):
-        self._thread.join()
-        if self._failed is not None:
-            raise self._failed
-        return self._made
+class ReadLater(Later):
+    """A tokenizer file whose reading waits until the graph is built, but happens in every run (`readable`): a
+    file the library refuses is refused for --ids too (Gemma's vocabulary, a plain Later, is built only when
+    text is encoded)."""

@@ -16,7 +16,7 @@ from attncalc.errors import InputError, describe
 from attncalc.inputs import files
 from attncalc.inputs.checkpoints import sentencepiece
 from attncalc.inputs.checkpoints.labels import readable_all, unique
-from attncalc.inputs.checkpoints.rust_calls import Ahead, Later, rust
+from attncalc.inputs.checkpoints.rust_calls import Later, ReadLater, rust
 from attncalc.inputs.checkpoints.spelling import readable, unbyte_table
 
 # How llama.cpp's pre-tokenizer types split text before BPE (None: GPT-2's own ByteLevel regex). qwen2's is
@@ -65,10 +65,10 @@ class TextTokenizer:
         return self._tokenizer
 
     def readable(self) -> None:
-        """Raises now what reading the tokenizer file raised, when it is being read on another thread
-        (`Ahead`): a file the library cannot read is refused for --ids too, before anything is computed."""
-        if isinstance(self._tokenizer, Ahead):
-            self.tokenizer  # noqa: B018  (waits for it)
+        """Raises now what reading the tokenizer file raises, when its reading was deferred (`ReadLater`): a
+        file the library cannot read is refused for --ids too."""
+        if isinstance(self._tokenizer, ReadLater):
+            self.tokenizer  # noqa: B018  (reads it)
 
     def labels(self, size: int) -> list[str]:
         """Labels of ids 0 … size−1 (the model's embedding rows): built for those only, whatever ids the
@@ -117,15 +117,15 @@ def from_folder(folder: str, config: dict) -> TextTokenizer | None:
     if os.path.lexists(path):
         text = files.read_text(path, "tokenizer")
 
-        def library(quiet=True):
-            tok = rust(lambda: Tokenizer.from_str(text), path, "a tokenizer.json the tokenizers library reads", quiet)
+        def library():
+            tok = rust(lambda: Tokenizer.from_str(text), path, "a tokenizer.json the tokenizers library reads")
             tok.no_padding()  # a saved tokenizer may pad to 128: a calculation reads the tokens of the text only
             tok.no_truncation()
             return tok
 
         listed = _listed(text)
-        if listed is not None:  # the labels from the file's own lists, while the library reads it
-            return TextTokenizer(Ahead(lambda: library(quiet=False)), *listed, source=path)
+        if listed is not None:  # the labels from the file's own lists; the library reads it when asked
+            return TextTokenizer(ReadLater(library), *listed, source=path)
         tok = library()
         spelling = tok.decoder or tok.pre_tokenizer  # as the library read them
         byte_level = spelling is not None and b"ByteLevel" in spelling.__getstate__()
