@@ -244,7 +244,8 @@ def open_session(req: Request, stand_in: bool = False) -> Session:
     block = req.block or doc_options.get("block")
     path = stage_block(Fixture(raw, strict=False), block) if isinstance(raw, dict) else "attention"
     unchanged = _apply_sets(req, raw, path, doc, got.reference)
-    notes = [_unknown("keys", source, unknown_keys(raw), known_paths())] if strict and unknown_keys(raw) else []
+    unknown = unknown_keys(raw) if strict else []
+    notes = [_unknown("keys", source, unknown, known_paths())] if unknown else []
     given = _inline_tensors(req)
     if not strict:
         _calculator_defaults(raw, given)
@@ -260,7 +261,7 @@ def open_session(req: Request, stand_in: bool = False) -> Session:
         graph = build(fx, req.stage, opts)
     except InputError as e:
         # a misspelt key is often why a field is missing (said without the file the error has just named)
-        e.hint = _unknown("keys", None, unknown_keys(raw), known_paths()) if notes else None
+        e.hint = _unknown("keys", None, unknown, known_paths()) if unknown else None
         raise
     finally:
         if got.readable is not None:  # a tokenizer.json the library could not read is refused first
