@@ -13,8 +13,8 @@ The truth of each cell comes from the simulation alone, not from check's model:
 - "correct": the learner made no error that reaches this cell (the cell is as their clean twin — the same
   learner without the error — writes it);
 - "carried": an error reached the cell only through their earlier numbers, and the cell is further from the
-  clean twin's than three times any honest variation of the same work (other copies, other working precision)
-  moves it, and 3 units more;
+  clean twin's than three times any honest variation of the same work (other copies, other working precision,
+  a loss as −ln p with p copied, a tensor copied off the screen worked instead) moves it, and 3 units more;
 - "slip": the cell where they wrote a number that their own inputs do not give, as far again.
 A cell an error reached by less than that margin is "undecided" (counted, not asserted, beyond: a carried
 one is never a slip); so is a cell an error reached that still equals the clean twin's (the twin's earlier
@@ -39,6 +39,8 @@ from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 import numpy as np
 
 import attncalc
+from attncalc.core.layer_ops import NegLogLikelihood
+from attncalc.core.ops import Softmax
 from attncalc.learn import mistakes as known
 from attncalc.learn.tolerance import FAR_SHARE, FAR_UNITS  # the definition's "several units", "a large share"
 
@@ -116,8 +118,25 @@ def _target(graph, name: str, written: dict) -> int | None:
     return max(ds) if ds else None
 
 
-def work(learner: Learner, slip=True, mistake=True, copy=None, hand=None) -> dict[str, np.ndarray]:
-    """The sheet as the learner writes it: name -> array of strings (graph order)."""
+def _from_probs(graph, name: str, r: int | None, habit: str) -> np.ndarray | None:
+    """A loss worked as −ln p, p the probabilities copied at r decimals (None: exact) — a learner's other way
+    to the same number; None when `name` is no loss read off a softmax of the same logits."""
+    node = graph.nodes[name]
+    if not isinstance(node.op, NegLogLikelihood):
+        return None
+    probs = next((n for n, v in graph.nodes.items() if isinstance(v.op, Softmax) and v.inputs == node.inputs), None)
+    if probs is None:
+        return None
+    p = np.asarray(graph.value(probs), float)
+    if r is not None:
+        p = np.vectorize(lambda v: float(write(v, r, habit)))(p)
+    with np.errstate(divide="ignore"):
+        return -np.log(p[node.op.rows, node.op.labels])
+
+
+def work(learner: Learner, slip=True, mistake=True, copy=None, hand=None, probs=False) -> dict[str, np.ndarray]:
+    """The sheet as the learner writes it: name -> array of strings (graph order). `probs`: a loss they
+    write from no logits of their own is worked as −ln p, p copied as `copy` says."""
     calc = calculation(learner.source, learner.stage)
     graph = calc.graph
     copy, hand = copy or learner.copy, hand or learner.hand
@@ -148,6 +167,10 @@ def work(learner: Learner, slip=True, mistake=True, copy=None, hand=None) -> dic
                 f = np.asarray(fn(_Shim(graph, vals)), float)
             else:
                 f = np.asarray(node.op.compute(*(vals[i] for i in node.inputs)), float)
+                if probs and not any(i in fed for i in node.inputs):
+                    r = {"screen": SCREEN, "exact": None}.get(copy, learner.written.get(name, SCREEN))
+                    by_p = _from_probs(graph, name, r, learner.habit)
+                    f = f if by_p is None else np.where(np.isfinite(by_p), by_p, f)  # p copied as 0: no way
         if name not in learner.written:
             r = {"target": _target(graph, name, learner.written), "screen": SCREEN, "exact": None}[hand]
             if r is not None and node.shown:
@@ -184,7 +207,9 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
         work(learner, slip=False, mistake=False, copy=c, hand=h)
         for c in ("screen", "exact", "target")
         for h in ("target", "exact", "screen")
-    ]
+    ] + [work(learner, slip=False, mistake=False, copy=c, probs=True) for c in ("screen", "exact", "target")]
+    if learner.copied:  # a tensor copied off the screen might have been worked from their own numbers
+        others.append(work(Learner(**{**vars(learner), "copied": frozenset()}), slip=False, mistake=False))
     out = {}
     graph = calculation(learner.source, learner.stage).graph
     # an error reached a tensor when a written tensor it is worked from differs from the clean twin's: a cell

@@ -179,6 +179,24 @@ def test_one_chopped_number_among_rounded_ones_is_a_slip(woaini):
         assert report["summary"]["slip"] == 1  # that cell
 
 
+def test_a_number_between_two_chopped_ways_shows_no_chopping():
+    """CI's simulated learner: −ln p for a p of 0.0217 is 3.863 from p chopped at 3 decimals and 3.830 at 4, so
+    chopping's band runs 3.816 … 3.863; a rounder's slip 3.835 (true 3.829) lies between those ends, a number no
+    cut gives. It was read as chopping and called correct; it is a slip, the habit rounding."""
+    calc = attncalc.load(exercise=0, stage="decoder")
+    nll = calc.graph.value("nll")
+    assert f"{nll[0]:.3f}" == "3.829" and f"{-math.log(0.021):.3f}" == "3.863"
+    sheet = [f"{x:.3f}" for x in nll]
+    sheet[0] = "3.835"
+    report = report_of(calc, {"nll": sheet})
+    assert report["habit"] == "round"
+    assert verdicts(report, "nll").tolist() == ["slip", "correct", "correct", "correct"]
+    # a chopper's sheet (3.288 and 1.560 from logits chopped at 3 decimals: cuts, not rounding) is still read
+    # as one, and there the band is chopping's whole range (one contiguous range)
+    chopped = report_of(calc, {"nll": ["3.834", "3.288", "5.460", "1.560"]})
+    assert chopped["habit"] == "truncate" and verdicts(chopped, "nll").tolist() == ["correct"] * 4
+
+
 def test_a_step_from_your_own_wrong_numbers_is_carried_not_correct(woaini):
     g = woaini.graph
     q = np.round(g.value("Q"), 2)

@@ -83,6 +83,65 @@ FOUND = [
             "woaini", "attend", {"M": 0, "A": 1}, "trunc", copied=frozenset({"M"}), mistake=("A", "columns")
         ),
     ),
+    # session 10 (CI's draw, then seeds 4101 and 4202 of `python tests/learners.py 1500 SEED`): a rounder's nll
+    # slip between two chopped ways of −ln p (no cut shows); choppers whose K·Qᵀ or unmasked S_masked show their
+    # cuts only against the mistaken numbers; a row of A written 0. 0. 0. whose O is carried, not a slip; a
+    # tensor copied off the screen with a slip, where their own coarse numbers would give as much
+    (
+        "round",
+        learners.Learner("exercise:0", "decoder", {"nll": 0}, copied=frozenset({"nll"}), slip=("nll", 0, 6, 0.0)),
+    ),
+    ("truncate", learners.Learner("exercise:4", "attend", {"S": 1}, "trunc", mistake=("S", "swapped"))),
+    (
+        "truncate",
+        learners.Learner(
+            "exercise:5",
+            "decoder",
+            {"dec.0.self.S_masked": 3},
+            "trunc",
+            copy="target",
+            hand="screen",
+            mistake=("dec.0.self.S_masked", "zero_mask"),
+        ),
+    ),
+    (
+        "round",
+        learners.Learner(
+            "exercise:8", "attend", {"A": 0, "O": 2}, copy="exact", hand="exact", mistake=("A", "columns")
+        ),
+    ),
+    (
+        "round",
+        learners.Learner(
+            "exercise:4",
+            "decoder",
+            {"dec.0.cross.A": 0, "dec.0.D2": 4},
+            "even",
+            copy="target",
+            mistake=("dec.0.cross.A", "columns"),
+        ),
+    ),
+    (
+        "round",
+        learners.Learner(
+            "exercise:11",
+            "backward",
+            {"D": 0, "dec.0.self.Q": 0},
+            hand="exact",
+            copied=frozenset({"dec.0.self.Q"}),
+            slip=("dec.0.self.Q", 613848, 28, 0.0),
+        ),
+    ),
+    (
+        "round",
+        learners.Learner(
+            "exercise:0",
+            "encoder",
+            {"enc.0.U_act": 0, "enc.0.F": 0},
+            copied=frozenset({"enc.0.F"}),
+            slip=("enc.0.F", 731694, 44, 0.0),
+        ),
+    ),
 ]
 
 

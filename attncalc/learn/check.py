@@ -201,8 +201,9 @@ def _fitted(graph: Graph, sheets: dict[str, Sheet], order: list, head) -> tuple[
 
 def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit: str) -> dict:
     """name → (right, carried, the right band or None with --tol, the tensor from your numbers or None,
-    decimals, half a unit, right by this habit's own rounding, what some path gives however far from the
-    truth) for every tensor you wrote, in graph order, each judged given the ones before."""
+    decimals, half a unit, right as one path of this habit's own rounding gives it, what some path gives
+    however far from the truth, right only as a number between two paths') for every tensor you wrote, in
+    graph order, each judged given the ones before."""
     yours, ok = _with(graph, mine), _with(graph, mine)
     sheet_of = {"graph": graph, "ok": ok, "yours": yours, "mine": mine, "right": {}, "decs": {}}
     out = {}
@@ -223,9 +224,11 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
             worked = right | carried
         else:
             half = half_unit(d)
-            band, from_yours, screen, loose = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel])
-            strict = band.holds(y)
-            right = strict | (screen.holds(y) if screen is not None else False)
+            band, from_yours, screen, loose = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel], y)
+            strict = band.holds(y) & band.hit  # one of this habit's paths gives it as written
+            copied = screen.holds(y) if screen is not None else False
+            right = band.holds(y) | copied
+            between = right & ~strict & ~copied  # right only as a number between two paths' values
             carried = ~right & from_yours.holds(y)
             worked = right | carried | loose.holds(y)
             if screen is not None:
@@ -234,8 +237,9 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
         full_right[sel] = right
         sheet_of["right"][name] = full_right
         ok.give(name, np.where(full_right, mine[name], truth))
-        strict = right if tol is not None or band is None else strict
-        out[name] = (right, carried, band, step, d, half, strict, worked)
+        if tol is not None or band is None:
+            strict, between = right, np.zeros_like(right)
+        out[name] = (right, carried, band, step, d, half, strict, worked, between)
     return out, sheet_of
 
 

@@ -73,15 +73,43 @@ def number_at(x: float, d: int) -> str:
     return text.replace("-", "−") if x < 0 else text
 
 
+def written_at(f: np.ndarray, d: np.ndarray, chop: bool) -> tuple[np.ndarray, np.ndarray]:
+    """f as a hand writes it at d decimals: (lower, higher) of rounding half up (away from zero, as people
+    round) and half to even (as the screen and NumPy do); chopping: cut, both the same."""
+    scale = 10.0 ** np.asarray(d, float)
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = np.abs(f) * scale
+        eps = 1e-9 * np.maximum(1.0, a)
+        if chop:
+            low = high = np.floor(a + eps)
+        else:
+            up, even = np.floor(a + 0.5 + eps), half_even(a)
+            low, high = np.minimum(up, even), np.maximum(up, even)
+        low, high = np.copysign(low, f) / scale, np.copysign(high, f) / scale
+    return np.minimum(low, high), np.maximum(low, high)
+
+
+def written_as(y: np.ndarray, f: np.ndarray, d: np.ndarray, chop: bool) -> np.ndarray:
+    """Cells of y that are f as a hand writes it at d decimals (written_at), to float noise."""
+    low, high = written_at(f, d, chop)
+    edge = Band.edge(y, d)
+    with np.errstate(invalid="ignore"):
+        return (y >= low - edge) & (y <= high + edge)
+
+
 class Band:
     """The numbers right at each cell's decimals d: from the lowest admissible path value as written at d
-    (rounded half up or to even; chopping: cut) to the highest, and −∞ where a path gives −∞."""
+    (rounded half up or to even; chopping: cut) to the highest, and −∞ where a path gives −∞. Given the
+    written cells `y`, `hit` marks those that one path gives as written (not only a number between two paths'):
+    what a habit is read from."""
 
-    def __init__(self, d: np.ndarray, screen: int, chop: bool = False):
+    def __init__(self, d: np.ndarray, screen: int, chop: bool = False, y: np.ndarray | None = None):
         self.d, self.screen, self.chop = np.asarray(d, float), screen, chop
         self.lo = np.full(self.d.shape, np.inf)
         self.hi = np.full(self.d.shape, -np.inf)
         self.neginf = np.zeros(self.d.shape, bool)
+        self.y = None if y is None else np.broadcast_to(np.asarray(y, float), self.d.shape)
+        self.hit = np.zeros(self.d.shape, bool)
 
     def _widen(self, use: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
         self.lo = np.where(use, np.minimum(self.lo, low), self.lo)
@@ -99,26 +127,22 @@ class Band:
             return
         f = np.broadcast_to(f, lowest.shape + self.d.shape)
         ok = self.d <= lowest.reshape(lowest.shape + (1,) * self.d.ndim)
-        scale = 10.0**self.d
         with np.errstate(invalid="ignore", over="ignore"):
-            a = np.abs(f) * scale
-            eps = 1e-9 * np.maximum(1.0, a)
-            if self.chop if chop is None else chop:
-                low = high = np.floor(a + eps)
-            else:  # half up (away from zero) as people round, or to even as the screen and NumPy do
-                up, even = np.floor(a + 0.5 + eps), half_even(a)
-                low, high = np.minimum(up, even), np.maximum(up, even)
-            low, high = np.copysign(low, f) / scale, np.copysign(high, f) / scale
+            low, high = written_at(f, self.d, self.chop if chop is None else chop)
             use = ok & np.isfinite(f)
-            lows = np.where(use, np.minimum(low, high), np.inf).min(axis=0)
-            highs = np.where(use, np.maximum(low, high), -np.inf).max(axis=0)
-            self._widen(use.any(axis=0), lows, highs)
+            lows = np.where(use, low, np.inf)
+            highs = np.where(use, high, -np.inf)
+            if self.y is not None:
+                edge = self.edge(self.y, self.d)
+                self.hit |= ((self.y >= lows - edge) & (self.y <= highs + edge)).any(axis=0)
+            self._widen(use.any(axis=0), lows.min(axis=0), highs.max(axis=0))
         self.neginf |= (ok & np.isneginf(f)).any(axis=0)
 
     def join(self, other: Band) -> None:
         """This band and the next one's (adjacent: the screen's digits beside the chopped ones)."""
         self._widen(np.isfinite(other.lo) & (other.lo <= other.hi), other.lo, other.hi)
         self.neginf |= other.neginf
+        self.hit = self.hit | other.hit  # a copy (ways.bands' loose) shares the array
 
     def add_screen(self, truth: np.ndarray) -> None:
         """The true value as the screen writes it, at the cells written at the screen's decimals."""
@@ -142,11 +166,17 @@ class Band:
         """Cells of y that are right: a number at d decimals between the ends, or one that rounds there (an
         exact fraction, `1/3`, counts at d decimals)."""
         with np.errstate(invalid="ignore", over="ignore"):
-            # a JSON sheet of attncalc's own output writes 16 decimals, finer than float64 can recompute: its
-            # last bits are float noise (NOISE relative), which no path's rounding can hold
-            edge = 0.5 * 10.0**-self.d * (1 - 1e-6) + NOISE * np.maximum(1.0, np.abs(np.nan_to_num(y)))
+            edge = self.edge(y, self.d)
             inside = np.isfinite(y) & (y >= self.lo - edge) & (y <= self.hi + edge)
         return inside | (np.isneginf(y) & self.neginf)
+
+    @staticmethod
+    def edge(y: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """How far from a number at d decimals a written cell still is that number: half a unit (an exact
+        fraction, `1/3`, counts at d decimals) and, since a JSON sheet of attncalc's own output writes 16
+        decimals, finer than float64 can recompute, the float noise of its last bits (NOISE relative)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            return 0.5 * 10.0 ** -np.asarray(d, float) * (1 - 1e-6) + NOISE * np.maximum(1.0, np.abs(np.nan_to_num(y)))
 
     def accepted(self, idx: tuple = ()) -> list[str]:
         """The numbers at the cell's decimals in the band, lowest first (one contiguous range)."""

@@ -14,7 +14,7 @@ from attncalc.core.ops import Scores, Softmax
 from attncalc.errors import InputError
 from attncalc.learn import mistakes as known
 from attncalc.learn.paths import Given, paths, size_of
-from attncalc.learn.tolerance import Band, close
+from attncalc.learn.tolerance import Band, close, written_as
 
 
 class Ways:
@@ -66,18 +66,22 @@ def _add_all(band: Band, waiting: list) -> None:
         waiting.clear()
 
 
-def bands(ways: Ways, sel, truth) -> tuple[Band, Band, Band | None, Band]:
+def bands(ways: Ways, sel, truth, y=None) -> tuple[Band, Band, Band | None, Band]:
     """(the band of right numbers, not far from the truth; the band of numbers carried from yours; for one
     who chops, the screen's own digits: copied as they are, right whatever one's habit; the right band however
-    far: what the paths give, from numbers of yours too coarse for the decimals you wrote, 1.00 from `1.`)."""
+    far: what the paths give, from numbers of yours too coarse for the decimals you wrote, 1.00 from `1.`).
+    Given your cells `y`, the right band marks those one path gives as written (Band.hit)."""
     chop, scale = ways.habit == "truncate", size_of(truth)
-    right, carried = Band(ways.d, ways.screen, chop), Band(ways.d, ways.screen, chop)
+    right, carried = Band(ways.d, ways.screen, chop, y), Band(ways.d, ways.screen, chop)
     waiting = {id(right): [], id(carried): []}  # each band's paths not yet added: (values, lowest)
     for family, path in ways.each(ways.right + ways.carried):
-        band = right if family in ways.right else carried
-        waiting[id(band)].append((path.step(ways.name)[sel], path.lowest(scale)))
-        if len(waiting[id(band)]) == BATCH:
-            _add_all(band, waiting[id(band)])
+        value = (path.step(ways.name)[sel], path.lowest(scale))
+        # your own numbers, right or wrong, carry into the carried band: where every one of them was right but
+        # too coarse to come near the truth (a row of A written 0. 0. 0.), what they give is carried, not a slip
+        for band in ([right] if family in ways.right else []) + ([carried] if family == "yours" else []):
+            waiting[id(band)].append(value)
+            if len(waiting[id(band)]) == BATCH:
+                _add_all(band, waiting[id(band)])
     _add_all(right, waiting[id(right)])
     _add_all(carried, waiting[id(carried)])
     screen = None
@@ -102,6 +106,13 @@ def fits(y, f, half, chop: bool) -> np.ndarray:
 
 def mistake_named(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | None:
     """Every known mistake that gives every cell you wrote, named together, or None."""
+    return mistakes_fitting(ways, graph, y, sel, half, slip, blank)[0]
+
+
+def mistakes_fitting(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> tuple[str | None, np.ndarray, np.ndarray]:
+    """(every known mistake that gives every cell you wrote, named together, or None; the cells those mistakes
+    give rounded; the cells they give cut): where a mistake changed a tensor, its habit is read against the
+    mistaken numbers (attncalc/learn/habit.py)."""
     name, truth, chop = ways.name, graph.value(ways.name), ways.habit == "truncate"
     steps = {}
     for n in [name] + sorted(graph.upstream([name]) - {name}, key=list(graph.nodes).index):
@@ -112,29 +123,40 @@ def mistake_named(ways: Ways, graph: Graph, y, sel, half, slip, blank) -> str | 
                 steps[n] = []
     written = known.written_mistakes(np.asarray(truth[sel], float))
     keys = [k for n in steps for k, _ in steps[n]] + [k for k, _ in written]
-    matched = {k: np.zeros(y.shape, bool) for k in keys}
+    near, rounded, cut = ({k: np.zeros(y.shape, bool) for k in keys} for _ in range(3))
     rows, heads = None, None
+
+    d = np.asarray(ways.d, float)
+
+    def fit(key, f):  # what names the mistake (`fits`) and, whatever the habit, how the mistaken numbers were written
+        near[key] |= fits(y, f, half, chop)
+        rounded[key] |= written_as(y, f, d, False)
+        cut[key] |= written_as(y, f, d, True)
+
     for _, path in ways.each():
         f = path.step(name)[sel]
         for n, found in steps.items():
             if n == name or n in path.recompute:
                 for key, fn in found:
                     with np.errstate(all="ignore"):
-                        matched[key] |= fits(y, np.asarray(path.variant((n, fn)).step(name), float)[sel], half, chop)
+                        fit(key, np.asarray(path.variant((n, fn)).step(name), float)[sel])
         for key, fn in written:
-            matched[key] |= fits(y, fn(f), half, chop)
+            fit(key, fn(f))
         r, h = known.row_matches(y, f, half), known.head_matches(y, f, half)
         rows = r if rows is None or r is None else rows | r
         heads = h if heads is None or h is None else heads | h
-    names = list(dict.fromkeys(k for k in keys if (matched[k] | blank).all()))
+    names = list(dict.fromkeys(k for k in keys if (near[k] | blank).all()))
+    by_rounding, by_cut = np.zeros(y.shape, bool), np.zeros(y.shape, bool)
+    for k in names:
+        by_rounding, by_cut = by_rounding | rounded[k], by_cut | cut[k]
     if rows is not None and known.reordered(rows):
         names.append("rows")
     if not names and heads is not None and known.other_head(heads, slip):
         names.append("head")
     said = [texts.t("check.mistake." + k, name=name.rpartition(".")[2]) for k in names]
     if len(said) > 1:
-        return texts.t("check.mistake.same", mistakes=texts.t("check.mistake.or").join(said))
-    return said[0] if said else None
+        return texts.t("check.mistake.same", mistakes=texts.t("check.mistake.or").join(said)), by_rounding, by_cut
+    return (said[0] if said else None), by_rounding, by_cut
 
 
 def symmetric(graph: Graph, names) -> bool:
