@@ -17,6 +17,7 @@ from attncalc.core.ops import Softmax
 MAX_HORIZON = 6  # steps a learner may have worked by hand before this one
 FINEST = 17  # float64 keeps about 17 significant digits: no hand works finer
 MAX_MIXES = 64  # ways of copying the inputs of one step, each at its own decimals, tried at most
+MADE_CELLS = 65536  # a copy, rounding or step result up to this size is kept for the other paths of the call
 
 
 def rounded(x: np.ndarray, r: int | None, up: bool = True, chop: bool = False) -> tuple[np.ndarray, bool]:
@@ -95,9 +96,10 @@ class Path:
     inner: bool = False  # a softmax worked with its e^x rounded at `hand`, as by hand (e^2.00 = 7.39)
     tied: bool = False
     cache: dict = field(default_factory=dict)
-    # (source, name, decimals, half up, chop) → (the copy, whether a half was met): the same copy of a shown tensor
-    # is made once for all the paths of one `paths` call (tens of thousands when a cell is written at 300 decimals)
-    copied_at: dict = field(default_factory=dict)
+    # what is made once for all the paths of one `paths` call (hundreds per tensor, mostly the same work: a
+    # backward sheet's 37,000 paths worked 270,000 steps, 9,000 of them different): each copy of a shown tensor,
+    # and each rounding and step made from the same numbers
+    made: dict = field(default_factory=dict)
 
     def lowest(self, scale: float = 0.0) -> float:
         """The most decimals an answer on this path may be written at: the fewest anything on it was rounded
@@ -137,7 +139,10 @@ class Path:
         elif name in self.recompute:
             v = self.step(name)
             if node.shown:
-                v, tie = rounded(np.asarray(v, float), self.hand, self.up, self.chop)
+                v = np.asarray(v, float)
+                v, tie = self._once(
+                    ("round", self.hand, self.up, self.chop), (v,), rounded, v, self.hand, self.up, self.chop
+                )
                 self.tied |= tie
         else:
             source = self.screen or self.base
@@ -145,23 +150,44 @@ class Path:
             r = self.copies.get(name, self.copy)
             if node.shown and r is not None:
                 r = max(r, self.floors.get(name, r))
-                key = (id(source), name, r, self.up, self.chop and r != self.screen_r)
-                if key not in self.copied_at:
-                    self.copied_at[key] = rounded(np.asarray(v, float), r, self.up, key[-1])
-                v, tie = self.copied_at[key]
+                chop = self.chop and r != self.screen_r
+                key = (id(source), name, r, self.up, chop)  # one copy per tensor, whatever its size
+                if key not in self.made:
+                    self.made[key] = rounded(np.asarray(v, float), r, self.up, chop)
+                v, tie = self.made[key]
                 self.tied |= tie
         self.cache[name] = v
         return v
+
+    def _once(self, key: tuple, of: tuple, fn, *args):
+        """fn(*args), made once for every path of the `paths` call that makes it from the same numbers: `key`
+        and the arrays `of` (their shapes and bytes) say what it is made from. Large arrays (a real model's)
+        are made every time."""
+        parts = []
+        for a in of:
+            a = a if isinstance(a, np.ndarray) else np.asarray(a)
+            if a.size > MADE_CELLS:
+                return fn(*args)
+            parts += (a.shape, a.dtype.char, a.tobytes())
+        key = (*key, *parts)
+        if key not in self.made:
+            self.made[key] = fn(*args)
+        return self.made[key]
 
     def step(self, name: str) -> np.ndarray:
         """This step worked from the path's values (unrounded)."""
         if self.swap is not None and self.swap[0] == name:
             return self.swap[1](self)
         node = self.base.nodes[name]
+        ins = tuple(self.value(i) for i in node.inputs)
+        by_hand = self.inner and self.hand is not None and isinstance(node.op, Softmax)
+        return self._once((name, self.hand if by_hand else None), ins, self._work, node, ins, by_hand)
+
+    def _work(self, node, ins: tuple, by_hand: bool) -> np.ndarray:
         with np.errstate(all="ignore"):
-            if self.inner and self.hand is not None and isinstance(node.op, Softmax):
-                return _softmax_by_hand(self.value(node.inputs[0]), self.hand)
-            return np.asarray(node.op.compute(*(self.value(i) for i in node.inputs)), float)
+            if by_hand:
+                return _softmax_by_hand(ins[0], self.hand)
+            return np.asarray(node.op.compute(*ins), float)
 
     def inputs(self, name: str) -> list:
         return [self.value(i) for i in self.base.nodes[name].inputs]
@@ -171,7 +197,7 @@ class Path:
         keep = {k: v for k, v in self.cache.items() if k not in self.recompute}
         fields = {k: getattr(self, k) for k in ("base", "sheet", "hand", "copy", "recompute", "up", "chop")}
         extra = {"copies": self.copies, "floors": self.floors, "screen": self.screen, "inner": self.inner}
-        extra["screen_r"], extra["copied_at"] = self.screen_r, self.copied_at
+        extra["screen_r"], extra["made"] = self.screen_r, self.made
         return Path(**fields, **extra, swap=swap, cache=keep)
 
 
@@ -283,12 +309,12 @@ def paths(graph, name: str, sheet: dict, stop, d: np.ndarray, screen: int, habit
     chop = habit == "truncate"
     # one who chops either copies the screen's digits or chops the exact number at its decimals themselves
     variants = [(True, screen), (True, None)] if chop else [(True, screen), (False, screen)]
-    copied_at: dict = {}  # shared by every path of this call (Path.copied_at)
+    made: dict = {}  # shared by every path of this call (Path.made)
     own = [max(0, int(x)) for x in np.unique(d)] if np.size(d) else []
     for recompute, hand, copy, mix, inner, swap in _ways(graph, name, sheet, stop, roundings(d, screen), screen, own):
         for up, shown in variants:
             path = Path(graph, sheet, hand, copy, recompute, up, chop, mix, kw.get("floors") or {}, swap, shown)
-            path.screen, path.inner, path.copied_at = kw.get("copy"), inner, copied_at
+            path.screen, path.inner, path.made = kw.get("copy"), inner, made
             yield path  # worked by the caller: then it is known whether a half was met
             if not path.tied and not chop:
                 break
