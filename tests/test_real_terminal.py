@@ -3,7 +3,8 @@ spinner forced (ATTNCALC_PROGRESS_AFTER=0), stdout into a file, into a pipe and 
 writes to stdout and to files is byte for byte what the same command writes with no terminal at all, its
 exit code is the same, and nothing crashes (issue 34: a shown spinner sent the JSON to the terminal and
 `attncalc examples` ended in a segmentation fault). The commands run two at a time (the machine has two
-cores), each in a directory of its own."""
+cores), each in a directory of its own. README's test command runs README's own lines and others evenly spread,
+a fifth of them; CI's profile every one (tests/profiles.py, .ci/run's second pass)."""
 
 import fcntl
 import json
@@ -21,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from profiles import examples
 from test_docs import COMMAND, PAGES, SYNOPSIS, shell_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,17 +70,28 @@ def runnable(line: str) -> str | None:
     return " ".join(words)
 
 
-def documented_lines() -> list[str]:
-    """Each distinct command line of README and docs/ (code blocks, console demos, inline code) we can run."""
-    seen: dict[str, str] = {}  # the line to run: the line as written (once: a comment makes no other command)
+def documented_lines() -> list[tuple[str, bool]]:
+    """Each distinct command line of README and docs/ (code blocks, console demos, inline code) we can run,
+    and whether README shows it."""
+    seen: dict[str, tuple] = {}  # the line to run: the line as written (once: a comment makes no other command)
     for page in PAGES:
         for line, _ in shell_lines(page):
             if COMMAND.search(line.strip()) and runnable(line.strip()) is not None:
-                seen.setdefault(runnable(line.strip()), line.strip())
-    return [line for line in seen.values() if "jq" not in line or shutil.which("jq")]
+                seen.setdefault(runnable(line.strip()), (line.strip(), page == PAGES[0]))
+    return [(line, readme) for line, readme in seen.values() if "jq" not in line or shutil.which("jq")]
 
 
-LINES = documented_lines()
+def chosen(lines: list[tuple[str, bool]], count: int) -> list[str]:
+    """README's lines and the others evenly spread, `count` in all or README's alone when they are more
+    (README's test command runs a fifth of them, CI's profile every one: tests/profiles.py)."""
+    first = [line for line, readme in lines if readme]
+    rest = [line for line, readme in lines if not readme]
+    more = max(0, count - len(first))
+    return first + [rest[k * len(rest) // more] for k in range(more)] if more < len(rest) else first + rest
+
+
+DOCUMENTED = documented_lines()
+LINES = chosen(DOCUMENTED, examples(len(DOCUMENTED)))
 
 
 def _terminal():
@@ -164,7 +177,10 @@ def runs(tmp_path_factory):
 
 
 def test_the_layer_runs_every_documented_command():
-    assert len(LINES) >= 45, LINES
+    assert len(DOCUMENTED) >= 45, DOCUMENTED
+    readme = sum(1 for _, mine in DOCUMENTED if mine)
+    assert len(LINES) == max(readme, examples(len(DOCUMENTED))) and len(set(LINES)) == len(LINES)
+    assert set(LINES) >= {line for line, readme in DOCUMENTED if readme}  # README's own, always
     assert any("jq" in line for line in LINES) or not shutil.which("jq")
 
 
