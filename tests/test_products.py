@@ -176,6 +176,27 @@ def test_the_blocked_softmax_of_a_transposed_view_is_not_written_into_a_copy():
     assert np.array_equal(ops.Softmax().compute(view, reuse=True), _plain_softmax(np.ascontiguousarray(view)))
 
 
+@pytest.mark.parametrize("threads", [False, True])
+@pytest.mark.parametrize("n, window", [(1, None), (7, None), (64, None), (100, None), (513, None), (300, 70)])
+def test_attend_leaves_out_the_keys_a_block_gives_no_weight_with_the_same_numbers(monkeypatch, threads, n, window):
+    """A·V a block of query rows at a time, over the keys some row of the block weighs (a causal A's lower
+    triangle, a sliding window's band): each cell the whole product's to rounding (the dropped terms are 0·v),
+    the same numbers on one thread or two, the heads concatenated as before, GQA's shared V heads included."""
+    from attncalc.core import ops, products
+
+    monkeypatch.setattr(products, "SPLIT_VALUES", 1)
+    a = _plain_softmax(_masked_scores(n, window, heads=4))  # row 3 of head 0: every key blocked, all zeros
+    v = np.random.default_rng(n).standard_normal((n, 2 * 8))  # 2 KV heads of d_v = 8 for 4 query heads
+    vh = np.repeat(v.reshape(n, 2, 8).transpose(1, 0, 2), 2, axis=0)
+    whole = np.stack([a[h] @ vh[h] for h in range(4)]).transpose(1, 0, 2).reshape(n, 32)
+    monkeypatch.setattr(products, "two_cores", threads)
+    got = ops.Attend(4, 2).compute(a, v)
+    np.testing.assert_allclose(got, whole, rtol=1e-13, atol=1e-15)
+    monkeypatch.setattr(products, "two_cores", not threads)
+    assert np.array_equal(got, ops.Attend(4, 2).compute(a, v))  # each block by one call either way
+    np.testing.assert_array_equal(ops.Attend(4, 2).compute(np.zeros_like(a), v), 0.0)  # nothing weighed: zeros
+
+
 def test_the_elementwise_ops_give_the_same_numbers_on_two_threads(monkeypatch):
     from attncalc.core import layer_ops, ops, position_ops, products
 

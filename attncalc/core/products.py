@@ -113,6 +113,34 @@ def times_rows(x: np.ndarray, table) -> np.ndarray:
     return out
 
 
+ZERO_ROWS = 64  # rows of A per product in without_zero_keys
+
+
+def without_zero_keys(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    """out = a · v for stacks of heads ([h, n, m] · [h, m, d] → [h, n, d], `out` any view NumPy's matmul writes
+    into), ZERO_ROWS rows of a at a time, each block multiplying only the keys (columns of a) that some row of
+    it does not give weight 0 in every head: a causal mask's softmax is 0 after the block's last query, so a
+    512-token forward multiplies 56% of A (and a sliding window's before its first). A dropped term is 0 · v,
+    and V is finite: each cell is the same sum without its zero terms, to rounding. The blocks are split
+    over two threads (in_two) in pairs from both ends (the first and the last, …): equal work for each
+    thread when the blocks grow one block wider each."""
+    rows = a.shape[1]
+    starts = list(range(0, rows, ZERO_ROWS))
+    order = [s for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
+
+    def work(first, stop):
+        for start in order[first:stop]:
+            block, part = a[:, start : start + ZERO_ROWS], out[:, start : start + ZERO_ROWS]
+            keys = np.flatnonzero(np.logical_or.reduce(block != 0, axis=(0, 1)))
+            if not keys.size:
+                part[...] = 0.0
+                continue
+            lo, hi = int(keys[0]), int(keys[-1]) + 1
+            np.matmul(block[:, :, lo:hi], v[:, lo:hi], out=part)
+
+    in_two(work, len(order), a.size)
+
+
 def in_two(work, count: int, values: int) -> None:
     """work(start, stop) over items 0 … count, the second half on another thread when a second core is
     allowed (two_cores) and the work touches ≥ SPLIT_VALUES values. NumPy's loops release the
