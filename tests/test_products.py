@@ -249,8 +249,13 @@ def test_the_second_thread_raises_its_error_on_the_callers_and_checks_overflow_a
 
     import threading
 
-    before = threading.active_count()  # (other tests may leave a thread of their own)
     with pytest.raises(KeyError, match="second half"):
         products.in_two(work, 10, 10)
     assert sorted(seen) == [(0, 5), (5, 10)]
-    assert threading.active_count() == before  # joined: the quick exit (options.leave) still applies
+    # the second half ran on the one thread kept for every split: a daemon, so the quick exit (options.leave)
+    # still applies
+    helpers = [t for t in threading.enumerate() if t.name == "attncalc-second-core"]
+    assert len(helpers) == 1 and helpers[0].daemon
+    seen.clear()
+    products.in_two(lambda a, b: seen.append(threading.current_thread()), 10, 10)
+    assert set(seen) == {threading.main_thread(), helpers[0]}
