@@ -197,6 +197,25 @@ def test_attend_leaves_out_the_keys_a_block_gives_no_weight_with_the_same_number
     np.testing.assert_array_equal(ops.Attend(4, 2).compute(np.zeros_like(a), v), 0.0)  # nothing weighed: zeros
 
 
+def test_every_layer_shares_one_read_only_mask_of_the_same_prompt():
+    """A 512-token forward asks for the same causal mask 30 times: it is made once (not 30 fresh 2 MB arrays,
+    each page of them faulted in), read-only, and a mask of another shape, window or padding is its own."""
+    from attncalc.core.position_ops import MaskMatrix
+
+    s = np.zeros((3, 6, 6))
+    first = MaskMatrix("causal").compute(s)
+    assert MaskMatrix("causal").compute(s) is first and not first.flags.writeable
+    np.testing.assert_array_equal(first, np.tril(np.ones((6, 6))))
+    with pytest.raises(ValueError, match="read-only"):
+        first[0, 1] = 1.0
+    window = MaskMatrix("causal", window=2).compute(s)
+    np.testing.assert_array_equal(window, np.tril(np.ones((6, 6))) - np.tril(np.ones((6, 6)), -2))
+    padded = MaskMatrix("causal+padding", key_is_pad=[0, 0, 0, 0, 0, 1]).compute(s)
+    np.testing.assert_array_equal(padded, np.tril(np.ones((6, 6))) * [1, 1, 1, 1, 1, 0])
+    np.testing.assert_array_equal(MaskMatrix("causal").compute(s), first)  # made again after the others
+    np.testing.assert_array_equal(MaskMatrix("causal").compute(np.zeros((2, 6))), np.tril(np.ones((2, 6)), 4))
+
+
 def test_the_elementwise_ops_give_the_same_numbers_on_two_threads(monkeypatch):
     from attncalc.core import layer_ops, ops, position_ops, products
 
