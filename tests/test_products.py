@@ -235,6 +235,7 @@ def test_the_elementwise_ops_give_the_same_numbers_on_two_threads(monkeypatch):
             position_ops.Rope(6).compute(x, angles),
             ops.Scale(0.125, "1/√64").compute(s.copy(), reuse=True),
             ops.Mask(None).compute(np.ones((3, 130, 130)), np.tril(np.ones((130, 130))), reuse=True),
+            ops.Add().compute(x.copy(), gate[:, :96], reuse=True),  # a residual written over its stream
         ]
 
     one = everything()
@@ -247,6 +248,8 @@ def test_the_elementwise_ops_give_the_same_numbers_on_two_threads(monkeypatch):
     np.testing.assert_allclose(one[0], rms, rtol=1e-15)
     np.testing.assert_allclose(one[2], gate / (1 + np.exp(-gate)) * up, rtol=1e-14)
     assert np.array_equal(one[7][1], np.where(np.tril(np.ones((130, 130))) != 0, 1.0, -np.inf))
+    assert np.array_equal(one[8], x + gate[:, :96])
+    assert ops.Add().compute(x.astype(np.float32), x.astype(np.float32), reuse=True).dtype == np.float32
 
 
 def test_the_second_thread_raises_its_error_on_the_callers_and_checks_overflow_as_it_does(monkeypatch):

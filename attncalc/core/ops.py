@@ -91,9 +91,14 @@ class Identity(Op):
 class Add(Op):
     """a + b (residuals, H = X + PE)."""
 
-    def compute(self, a, b):
+    reuses_input = True  # Graph.evaluate may let a residual sum be written over the stream it adds to
+
+    def compute(self, a, b, reuse=False):
         _need(a.shape == b.shape, "add", f"two tensors of one shape {_shape(a)}", _shape(b))
-        return a + b
+        if np.result_type(a, b) != np.float64 or a.ndim < 2:  # (float32 givens stay float32, as a + b gives)
+            return a + b
+        mine = reuse and a.dtype == np.float64 and a.flags.writeable and a.flags.c_contiguous
+        return rowwise(lambda x, y, o: np.add(x, y, out=o), a, b, out=a if mine else None)
 
     def explain(self, xs, idx, g):
         a, b = float(xs[0][idx]), float(xs[1][idx])
