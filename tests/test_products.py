@@ -197,6 +197,27 @@ def test_attend_leaves_out_the_keys_a_block_gives_no_weight_with_the_same_number
     np.testing.assert_array_equal(ops.Attend(4, 2).compute(np.zeros_like(a), v), 0.0)  # nothing weighed: zeros
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_splits_on_a_helper_of_its_own(monkeypatch):
+    """The helper thread is not copied by fork: a child (a DataLoader worker of a library user) that splits
+    work starts its own instead of waiting for a thread it does not have."""
+    import signal
+
+    from attncalc.core import products
+
+    monkeypatch.setattr(products, "two_cores", True)
+    seen = []
+    products.in_two(lambda a, b: seen.append((a, b)), 10, 10**6)  # the parent's helper, started
+    pid = os.fork()
+    if pid == 0:  # the child: ends by os._exit, killed by the alarm if it waits forever
+        signal.alarm(20)
+        done = []
+        products.in_two(lambda a, b: done.append((a, b)), 10, 10**6)
+        os._exit(0 if sorted(done) == [(0, 5), (5, 10)] else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and sorted(seen) == [(0, 5), (5, 10)]
+
+
 def test_every_layer_shares_one_read_only_mask_of_the_same_prompt():
     """A 512-token forward asks for the same causal mask 30 times: it is made once (not 30 fresh 2 MB arrays,
     each page of them faulted in), read-only, and a mask of another shape, window or padding is its own."""

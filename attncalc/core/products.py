@@ -16,6 +16,7 @@ within n·ε·Σ|x·w| a cell (often bit for bit; tests/test_products.py holds t
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 
@@ -181,6 +182,15 @@ class _Helper:
 
 
 _helper = _Helper()
+
+
+def _forget_helper() -> None:
+    """In a forked child: the helper thread is not there (only the forking thread is copied), start another."""
+    _helper.thread, _helper.tasks, _helper.starting = None, queue.SimpleQueue(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helper)
 
 
 def _second(fn) -> threading.Lock:
