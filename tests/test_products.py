@@ -176,6 +176,67 @@ def test_the_blocked_softmax_of_a_transposed_view_is_not_written_into_a_copy():
     assert np.array_equal(ops.Softmax().compute(view, reuse=True), _plain_softmax(np.ascontiguousarray(view)))
 
 
+@pytest.mark.parametrize("threads", [False, True])
+@pytest.mark.parametrize("n, window", [(1, None), (7, None), (64, None), (100, None), (513, None), (300, 70)])
+def test_attend_leaves_out_the_keys_a_block_gives_no_weight_with_the_same_numbers(monkeypatch, threads, n, window):
+    """A·V a block of query rows at a time, over the keys some row of the block weighs (a causal A's lower
+    triangle, a sliding window's band): each cell the whole product's to rounding (the dropped terms are 0·v),
+    the same numbers on one thread or two, the heads concatenated as before, GQA's shared V heads included."""
+    from attncalc.core import ops, products
+
+    monkeypatch.setattr(products, "SPLIT_VALUES", 1)
+    a = _plain_softmax(_masked_scores(n, window, heads=4))  # row 3 of head 0: every key blocked, all zeros
+    v = np.random.default_rng(n).standard_normal((n, 2 * 8))  # 2 KV heads of d_v = 8 for 4 query heads
+    vh = np.repeat(v.reshape(n, 2, 8).transpose(1, 0, 2), 2, axis=0)
+    whole = np.stack([a[h] @ vh[h] for h in range(4)]).transpose(1, 0, 2).reshape(n, 32)
+    monkeypatch.setattr(products, "two_cores", threads)
+    got = ops.Attend(4, 2).compute(a, v)
+    np.testing.assert_allclose(got, whole, rtol=1e-13, atol=1e-15)
+    monkeypatch.setattr(products, "two_cores", not threads)
+    assert np.array_equal(got, ops.Attend(4, 2).compute(a, v))  # each block by one call either way
+    np.testing.assert_array_equal(ops.Attend(4, 2).compute(np.zeros_like(a), v), 0.0)  # nothing weighed: zeros
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_splits_on_a_helper_of_its_own(monkeypatch):
+    """The helper thread is not copied by fork: a child (a DataLoader worker of a library user) that splits
+    work starts its own instead of waiting for a thread it does not have."""
+    import signal
+
+    from attncalc.core import products
+
+    monkeypatch.setattr(products, "two_cores", True)
+    seen = []
+    products.in_two(lambda a, b: seen.append((a, b)), 10, 10**6)  # the parent's helper, started
+    pid = os.fork()
+    if pid == 0:  # the child: ends by os._exit, killed by the alarm if it waits forever
+        signal.alarm(20)
+        done = []
+        products.in_two(lambda a, b: done.append((a, b)), 10, 10**6)
+        os._exit(0 if sorted(done) == [(0, 5), (5, 10)] else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and sorted(seen) == [(0, 5), (5, 10)]
+
+
+def test_every_layer_shares_one_read_only_mask_of_the_same_prompt():
+    """A 512-token forward asks for the same causal mask 30 times: it is made once (not 30 fresh 2 MB arrays,
+    each page of them faulted in), read-only, and a mask of another shape, window or padding is its own."""
+    from attncalc.core.position_ops import MaskMatrix
+
+    s = np.zeros((3, 6, 6))
+    first = MaskMatrix("causal").compute(s)
+    assert MaskMatrix("causal").compute(s) is first and not first.flags.writeable
+    np.testing.assert_array_equal(first, np.tril(np.ones((6, 6))))
+    with pytest.raises(ValueError, match="read-only"):
+        first[0, 1] = 1.0
+    window = MaskMatrix("causal", window=2).compute(s)
+    np.testing.assert_array_equal(window, np.tril(np.ones((6, 6))) - np.tril(np.ones((6, 6)), -2))
+    padded = MaskMatrix("causal+padding", key_is_pad=[0, 0, 0, 0, 0, 1]).compute(s)
+    np.testing.assert_array_equal(padded, np.tril(np.ones((6, 6))) * [1, 1, 1, 1, 1, 0])
+    np.testing.assert_array_equal(MaskMatrix("causal").compute(s), first)  # made again after the others
+    np.testing.assert_array_equal(MaskMatrix("causal").compute(np.zeros((2, 6))), np.tril(np.ones((2, 6)), 4))
+
+
 def test_the_elementwise_ops_give_the_same_numbers_on_two_threads(monkeypatch):
     from attncalc.core import layer_ops, ops, position_ops, products
 
@@ -195,6 +256,7 @@ def test_the_elementwise_ops_give_the_same_numbers_on_two_threads(monkeypatch):
             position_ops.Rope(6).compute(x, angles),
             ops.Scale(0.125, "1/√64").compute(s.copy(), reuse=True),
             ops.Mask(None).compute(np.ones((3, 130, 130)), np.tril(np.ones((130, 130))), reuse=True),
+            ops.Add().compute(x.copy(), gate[:, :96], reuse=True),  # a residual written over its stream
         ]
 
     one = everything()
@@ -207,6 +269,8 @@ def test_the_elementwise_ops_give_the_same_numbers_on_two_threads(monkeypatch):
     np.testing.assert_allclose(one[0], rms, rtol=1e-15)
     np.testing.assert_allclose(one[2], gate / (1 + np.exp(-gate)) * up, rtol=1e-14)
     assert np.array_equal(one[7][1], np.where(np.tril(np.ones((130, 130))) != 0, 1.0, -np.inf))
+    assert np.array_equal(one[8], x + gate[:, :96])
+    assert ops.Add().compute(x.astype(np.float32), x.astype(np.float32), reuse=True).dtype == np.float32
 
 
 def test_the_second_thread_raises_its_error_on_the_callers_and_checks_overflow_as_it_does(monkeypatch):
@@ -228,8 +292,13 @@ def test_the_second_thread_raises_its_error_on_the_callers_and_checks_overflow_a
 
     import threading
 
-    before = threading.active_count()  # (other tests may leave a thread of their own)
     with pytest.raises(KeyError, match="second half"):
         products.in_two(work, 10, 10)
     assert sorted(seen) == [(0, 5), (5, 10)]
-    assert threading.active_count() == before  # joined: the quick exit (options.leave) still applies
+    # the second half ran on the one thread kept for every split: a daemon, so the quick exit (options.leave)
+    # still applies
+    helpers = [t for t in threading.enumerate() if t.name == "attncalc-second-core"]
+    assert len(helpers) == 1 and helpers[0].daemon
+    seen.clear()
+    products.in_two(lambda a, b: seen.append(threading.current_thread()), 10, 10)
+    assert set(seen) == {threading.main_thread(), helpers[0]}

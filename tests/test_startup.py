@@ -137,14 +137,19 @@ from attncalc.cli.options import leave
 atexit.register(lambda: print("atexit ran"))
 if sys.argv[1] == "thread":  # a thread still working: the normal exit, which waits for it
     threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
+if sys.argv[1] == "daemon":  # a daemon thread (core/products.py's second core): ended, never waited for
+    threading.Thread(target=lambda: (time.sleep(30), print("daemon done")), daemon=True).start()
+if sys.argv[1] != "thread":  # the interpreter's normal exit would print this; the quick exit never does
+    threading._register_atexit(lambda: print("normal exit"))
 print("out " * 100_000, end="")
 leave(int(sys.argv[2]))
 """
 
 
 @pytest.mark.parametrize("code", [0, 3])
-def test_leave_keeps_the_output_the_atexit_handlers_and_the_code(code):
-    run = subprocess.run([sys.executable, "-c", LEAVE, "plain", str(code)], capture_output=True, text=True)
+@pytest.mark.parametrize("threads", ["plain", "daemon"])
+def test_leave_keeps_the_output_the_atexit_handlers_and_the_code(code, threads):
+    run = subprocess.run([sys.executable, "-c", LEAVE, threads, str(code)], capture_output=True, text=True, timeout=20)
     assert run.returncode == code
     assert run.stdout == "out " * 100_000 + "atexit ran\n" and run.stderr == ""
 

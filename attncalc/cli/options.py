@@ -166,10 +166,13 @@ def leave(code) -> NoReturn:
     number one by one costs ~50 ms after a stage and ~130 ms after a real-size one, and in a pipe
     (`embed | pe | … | attend`) the next stage waits for that EOF. The atexit handlers run and the
     standard streams are flushed first, as at a normal exit; with a thread still running, or an exit
-    code that is not a number, the normal exit."""
+    code that is not a number, the normal exit, which waits for it. A daemon thread (core/products.py's
+    second core, waiting for work) is ended by either exit without being waited for."""
     code = 0 if code is None else code
     threading = sys.modules.get("threading")
-    if not isinstance(code, int) or (threading and threading.active_count() > 1):
+    if not isinstance(code, int) or (
+        threading and any(not t.daemon and t is not threading.main_thread() for t in threading.enumerate())
+    ):
         raise SystemExit(code)
     import atexit
 

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from attncalc.core.expansion import Call, Expansion, Note, Written, given, sum_of, sum_of_products
-from attncalc.core.products import in_two, matmul, on_demand, rows_of, rowwise, times_rows
+from attncalc.core.products import in_two, matmul, on_demand, rows_of, rowwise, times_rows, without_zero_keys
 from attncalc.errors import InputError
 
 
@@ -91,9 +91,14 @@ class Identity(Op):
 class Add(Op):
     """a + b (residuals, H = X + PE)."""
 
-    def compute(self, a, b):
+    reuses_input = True  # Graph.evaluate may let a residual sum be written over the stream it adds to
+
+    def compute(self, a, b, reuse=False):
         _need(a.shape == b.shape, "add", f"two tensors of one shape {_shape(a)}", _shape(b))
-        return a + b
+        if np.result_type(a, b) != np.float64 or a.ndim < 2:  # (float32 givens stay float32, as a + b gives)
+            return a + b
+        mine = reuse and a.dtype == np.float64 and a.flags.writeable and a.flags.c_contiguous
+        return rowwise(lambda x, y, o: np.add(x, y, out=o), a, b, out=a if mine else None)
 
     def explain(self, xs, idx, g):
         a, b = float(xs[0][idx]), float(xs[1][idx])
@@ -344,8 +349,9 @@ class Attend(Op):
 
     def compute(self, a, v):
         a3, vh, dv = self._split(a, v)
-        o = matmul(a3, vh)  # [h, n, d_v]
-        return o.transpose(1, 0, 2).reshape(o.shape[1], self.h * dv)
+        o = np.empty((a3.shape[1], self.h, dv))  # [n, h, d_v]: the heads concatenated, each head's rows written
+        without_zero_keys(a3, vh, o.transpose(1, 0, 2))  # in place (a causal A's zero keys left out)
+        return o.reshape(a3.shape[1], self.h * dv)
 
     def explain(self, xs, idx, g):
         a3, vh, dv = self._split(xs[0], xs[1])

@@ -54,6 +54,9 @@ class Sinusoidal(Op):
         return []  # a function of the position alone: the input only gives the size
 
 
+_last_mask: list = [(None, None)]  # MaskMatrix's last (key, mask): a model's layers ask for the same one in turn
+
+
 class MaskMatrix(Op):
     """M[i, j] = 1 where query i may look at key j; its input (the scores) gives n and m.
 
@@ -74,6 +77,15 @@ class MaskMatrix(Op):
         slides = self.window is not None and self.window < m
         if not (causal or padding or slides):  # every key visible: one 1 seen n×m times (read-only), not 8·n·m
             return np.broadcast_to(np.float64(1.0), (n, m))  # bytes to fill (128 MB at n = 4096)
+        pads = tuple(map(bool, self.key_is_pad)) if padding else ()
+        key = (n, m, causal, self.window if slides else None, pads)
+        kept, mask = _last_mask[0]  # (one read: another thread may replace it)
+        if kept != key:  # every layer's mask of one prompt is the same: made once, read-only
+            mask = self._made(n, m, causal, slides, padding)
+            _last_mask[0] = key, mask
+        return mask
+
+    def _made(self, n: int, m: int, causal: bool, slides: bool, padding: bool) -> np.ndarray:
         allowed = np.ones((n, m), dtype=bool)
         position = np.arange(n)[:, None] + (m - n)  # each query's position among the keys
         if causal:
@@ -82,7 +94,9 @@ class MaskMatrix(Op):
             allowed &= np.arange(m)[None, :] > position - self.window
         if padding:
             allowed &= ~np.asarray(self.key_is_pad, bool)[None, :]
-        return allowed.astype(float)
+        made = allowed.astype(float)
+        made.flags.writeable = False  # shared by every layer that asks for it (a 512-token forward: 30)
+        return made
 
     def reason(self, i, j, m=None, n=None) -> Note | str:
         """Why key j is blocked for query i ("" when it is visible)."""

@@ -16,6 +16,8 @@ within n·ε·Σ|x·w| a cell (often bit for bit; tests/test_products.py holds t
 
 from __future__ import annotations
 
+import os
+import queue
 import threading
 
 import numpy as np
@@ -113,13 +115,43 @@ def times_rows(x: np.ndarray, table) -> np.ndarray:
     return out
 
 
+ZERO_ROWS = 64  # rows of A per product in without_zero_keys
+
+
+def without_zero_keys(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    """out = a · v for stacks of heads ([h, n, m] · [h, m, d] → [h, n, d], `out` any view NumPy's matmul writes
+    into), ZERO_ROWS rows of a at a time, each block multiplying only the keys (columns of a) that some row of
+    it does not give weight 0 in every head: a causal mask's softmax is 0 after the block's last query, so a
+    512-token forward multiplies 56% of A (and a sliding window's before its first). A dropped term is 0 · v,
+    and V is finite: each cell is the same sum without its zero terms, to rounding. The blocks are split
+    over two threads (in_two) in pairs from both ends (the first and the last, …): equal work for each
+    thread when the blocks grow one block wider each."""
+    rows = a.shape[1]
+    starts = list(range(0, rows, ZERO_ROWS))
+    order = [s for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
+
+    def work(first, stop):
+        for start in order[first:stop]:
+            block, part = a[:, start : start + ZERO_ROWS], out[:, start : start + ZERO_ROWS]
+            keys = np.flatnonzero(np.logical_or.reduce(block != 0, axis=(0, 1)))
+            if not keys.size:
+                part[...] = 0.0
+                continue
+            lo, hi = int(keys[0]), int(keys[-1]) + 1
+            np.matmul(block[:, :, lo:hi], v[:, lo:hi], out=part)
+
+    in_two(work, len(order), a.size)
+
+
 def in_two(work, count: int, values: int) -> None:
     """work(start, stop) over items 0 … count, the second half on another thread when a second core is
     allowed (two_cores) and the work touches ≥ SPLIT_VALUES values. NumPy's loops release the
     GIL, so two halves of an exp or a softmax run at once; each item is computed by the same calls either
     way, so the numbers are the same. The other thread checks floating-point errors as the caller does
-    (np.errstate is per thread), and its exception is raised here."""
-    if not two_cores or count < 2 or values < SPLIT_VALUES:
+    (np.errstate is per thread), and its exception is raised here. The other thread is one kept for every
+    split (`_second`): a 512-token forward splits 540 times, and a thread started for each cost the
+    caller ~60 µs of starting and joining it."""
+    if not two_cores or count < 2 or values < SPLIT_VALUES or threading.current_thread() is _helper.thread:
         work(0, count)
         return
     mid, errors, failed = count // 2, np.geterr(), []
@@ -131,14 +163,55 @@ def in_two(work, count: int, values: int) -> None:
         except BaseException as e:  # raised again on the caller's thread
             failed.append(e)
 
-    helper = threading.Thread(target=second, daemon=True)
-    helper.start()
+    done = _second(second)
     try:
         work(0, mid)
     finally:
-        helper.join()
+        done.acquire()  # released by the other thread once its half is written
     if failed:
         raise failed[0]
+
+
+class _Helper:
+    """The thread that runs in_two's second halves, started at the first split; a daemon, waiting for work
+    until the process ends (cli/options.leave ends it without waiting)."""
+
+    thread: threading.Thread | None = None
+    tasks: queue.SimpleQueue = queue.SimpleQueue()
+    starting = threading.Lock()
+
+
+_helper = _Helper()
+
+
+def _forget_helper() -> None:
+    """In a forked child: the helper thread is not there (only the forking thread is copied), start another."""
+    _helper.thread, _helper.tasks, _helper.starting = None, queue.SimpleQueue(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helper)
+
+
+def _second(fn) -> threading.Lock:
+    """fn() on the helper thread; the returned lock is released when it has run."""
+    with _helper.starting:
+        if _helper.thread is None:
+            _helper.thread = threading.Thread(target=_serve, name="attncalc-second-core", daemon=True)
+            _helper.thread.start()
+    done = threading.Lock()
+    done.acquire()
+    _helper.tasks.put((fn, done))
+    return done
+
+
+def _serve() -> None:
+    while True:
+        fn, done = _helper.tasks.get()
+        try:
+            fn()
+        finally:
+            done.release()
 
 
 def rowwise(fn, *xs: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

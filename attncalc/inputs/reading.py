@@ -36,7 +36,6 @@ class Input:
     # a fixture file big enough to be named by its fingerprint instead of copied into documents: the
     # fingerprint is taken only when a document is written (a table needs no hash of the file)
     reference_of: Callable[[], dict | None] | None = None
-    readable: Callable[[], None] | None = None  # a model's: raises what reading its tokenizer raised
 
     @property
     def referred(self) -> bool:
@@ -62,12 +61,12 @@ def _model(req: Request, stand_in: bool) -> Input | None:
         return None
     from attncalc.inputs.checkpoints.source import model_input
 
-    fixture, source, reference, readable = model_input(req.model, req.text, req.ids, stand_in)
+    fixture, source, reference = model_input(req.model, req.text, req.ids, stand_in)
     if req.example or req.exercise or req.fixture or req.document or req.data is not None:
         raise InputError(
             "--model", "one input (--model, --example, --exercise, --fixture or a document)", "more than one"
         )
-    return Input(fixture, source, True, reference=reference, readable=readable)
+    return Input(fixture, source, True, reference=reference)
 
 
 def _given(req: Request) -> Input:

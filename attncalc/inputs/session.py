@@ -263,9 +263,6 @@ def open_session(req: Request, stand_in: bool = False) -> Session:
         # a misspelt key is often why a field is missing (said without the file the error has just named)
         e.hint = _unknown("keys", None, unknown, known_paths()) if unknown else None
         raise
-    finally:
-        if got.readable is not None:  # a tokenizer.json the library could not read is refused first
-            got.readable()
     graph.warnings += notes
     passthrough = {}
     if doc:

@@ -60,12 +60,6 @@ class Checkpoint:
         size = self.rows()
         return self._fixture(ids, where, list(map("#{}".format, range(size))), _copy_tree(self._weights, _stand_in))
 
-    def readable(self) -> None:
-        """Raises what reading the tokenizer file raises (its reading deferred: rust_calls.ReadLater), once the fixture
-        and its graph are built."""
-        if self.tokenizer is not None:
-            self.tokenizer.readable()
-
     def _fixture(self, ids: list[int], where: str, labels: list[str], tree: dict) -> dict:
         for k, i in enumerate(ids):
             if 0 <= i < len(labels) and i != self._pad:

@@ -49,9 +49,3 @@ class Later:
 
     def __init__(self, make):
         self.make = make
-
-
-class ReadLater(Later):
-    """A tokenizer file whose reading waits until the graph is built, but happens in every run (`readable`): a
-    file the library refuses is refused for --ids too (Gemma's vocabulary, a plain Later, is built only when
-    text is encoded)."""

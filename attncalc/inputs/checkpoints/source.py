@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 
 from attncalc.errors import InputError, describe
 
@@ -50,11 +49,9 @@ def parse_ids(text: str) -> list[int]:
 
 def model_input(
     model: str | None, text: str | None, ids: str | None, stand_in: bool = False
-) -> tuple[dict, str, dict, Callable[[], None]] | None:
-    """(fixture, source name, reference, readable) for `--model` with `--text` or `--ids`; None without
-    `--model`. `stand_in`: the weights as stand-ins of their shapes, nothing read (`Checkpoint.stand_in`).
-    `readable()` raises what reading the tokenizer file raised: the session calls it once its graph is
-    built, the time the library takes to read a tokenizer.json (Checkpoint.readable)."""
+) -> tuple[dict, str, dict] | None:
+    """(fixture, source name, reference) for `--model` with `--text` or `--ids`; None without `--model`.
+    `stand_in`: the weights as stand-ins of their shapes, nothing read (`Checkpoint.stand_in`)."""
     if model is None:
         for option, value in (("--text", text), ("--ids", ids)):
             if value is not None:
@@ -69,7 +66,7 @@ def model_input(
         raise InputError("--text", "text that makes at least one token", describe(text))
     make = ckpt.stand_in if stand_in else ckpt.fixture
     fixture = make(token_ids, "--text" if text is not None else "--ids")
-    return fixture, ckpt.path, reference(ckpt, token_ids), ckpt.readable
+    return fixture, ckpt.path, reference(ckpt, token_ids)
 
 
 def reference(ckpt, token_ids: list[int]) -> dict:
@@ -140,5 +137,4 @@ def from_reference(ref: dict, where: str) -> tuple[dict, str, dict]:
         _check_file(saved, f"{where}: fixture.model.files[{k}]")
     ckpt = checkpoint(model["path"])
     fixture = ckpt.fixture(ids, f"{where}: fixture.ids")
-    ckpt.readable()
     return fixture, ckpt.path, reference(ckpt, ids)

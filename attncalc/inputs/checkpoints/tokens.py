@@ -9,14 +9,13 @@ character cut in two (a CJK character spread over tokens) as <0xE7>.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 
 from attncalc.errors import InputError, describe
 from attncalc.inputs import files
 from attncalc.inputs.checkpoints import sentencepiece
 from attncalc.inputs.checkpoints.labels import readable_all, unique
-from attncalc.inputs.checkpoints.rust_calls import Later, ReadLater, rust
+from attncalc.inputs.checkpoints.rust_calls import Later, rust
 from attncalc.inputs.checkpoints.spelling import readable, unbyte_table
 
 # How llama.cpp's pre-tokenizer types split text before BPE (None: GPT-2's own ByteLevel regex). qwen2's is
@@ -64,12 +63,6 @@ class TextTokenizer:
             self._tokenizer = self._tokenizer.make()
         return self._tokenizer
 
-    def readable(self) -> None:
-        """Raises now what reading the tokenizer file raises, when its reading was deferred (`ReadLater`): a
-        file the library cannot read is refused for --ids too."""
-        if isinstance(self._tokenizer, ReadLater):
-            self.tokenizer  # noqa: B018  (reads it)
-
     def labels(self, size: int) -> list[str]:
         """Labels of ids 0 … size−1 (the model's embedding rows): built for those only, whatever ids the
         tokenizer claims (a vocabulary holding one id of 10^9 must not make 10^9 labels). Without a token
@@ -116,17 +109,11 @@ def from_folder(folder: str, config: dict) -> TextTokenizer | None:
     path = os.path.join(folder, "tokenizer.json")
     if os.path.lexists(path):
         text = files.read_text(path, "tokenizer")
-
-        def library():
-            tok = rust(lambda: Tokenizer.from_str(text), path, "a tokenizer.json the tokenizers library reads")
-            tok.no_padding()  # a saved tokenizer may pad to 128: a calculation reads the tokens of the text only
-            tok.no_truncation()
-            return tok
-
-        listed = _listed(text)
-        if listed is not None:  # the labels from the file's own lists; the library reads it when asked
-            return TextTokenizer(ReadLater(library), *listed, source=path)
-        tok = library()
+        # read by the library once, whatever the command (a file it refuses is refused for --ids too), and the
+        # labels are its lists: no second reading of the file's JSON for them
+        tok = rust(lambda: Tokenizer.from_str(text), path, "a tokenizer.json the tokenizers library reads")
+        tok.no_padding()  # a saved tokenizer may pad to 128: a calculation reads the tokens of the text only
+        tok.no_truncation()
         spelling = tok.decoder or tok.pre_tokenizer  # as the library read them
         byte_level = spelling is not None and b"ByteLevel" in spelling.__getstate__()
         return _of(tok, byte_level, path)
@@ -144,46 +131,6 @@ def from_folder(folder: str, config: dict) -> TextTokenizer | None:
         tok = rust(lambda: BertWordPieceTokenizer(vocab, lowercase=lower), path, "a WordPiece vocabulary")
         return _of(tok, False, path)
     return None
-
-
-def _listed(text: str) -> tuple[dict[int, str], set, bool] | None:
-    """(by_id, special tokens, byte-level?) as the library gives them (`_of`), read from tokenizer.json's
-    JSON: the model's vocabulary of token → id (BPE, WordPiece, WordLevel) with the added tokens over it,
-    and whether the decoder (else the pre-tokenizer) is byte-level. None for any other form, or added tokens
-    whose ids are not the ones the library gives them: the library's own reading then gives the lists."""
-    try:
-        spec = json.loads(text)
-    except ValueError:
-        return None
-    model = spec.get("model") if isinstance(spec, dict) else None
-    vocab, added = (model.get("vocab"), spec.get("added_tokens") or []) if isinstance(model, dict) else (None, None)
-    if not isinstance(vocab, dict) or not isinstance(added, list):
-        return None
-    if not all(type(i) is int and i >= 0 for i in vocab.values()) or not all(
-        isinstance(a, dict) and type(a.get("id")) is int and isinstance(a.get("content"), str) for a in added
-    ):
-        return None
-    if [a["id"] for a in added] != _added_ids(vocab, [a["content"] for a in added]):
-        return None
-    vocab = {**vocab, **{a["content"]: a["id"] for a in added}}
-    special = {a["content"] for a in added if a.get("special") is True}
-    spelling = spec.get("decoder") or spec.get("pre_tokenizer")
-    byte_level = spelling is not None and "ByteLevel" in json.dumps(spelling)
-    return {i: t for t, i in vocab.items()}, special, byte_level
-
-
-def _added_ids(vocab: dict, added: list[str]) -> list[int] | None:
-    """The ids `tokenizers` gives added tokens as it reads them (AddedVocabulary::add_tokens), whatever ids
-    the file writes: a token of the vocabulary keeps its id, any other takes the next id past the vocabulary
-    and the tokens added before it. None when a token is added twice."""
-    ids: dict[str, int] = {}
-    for token in added:
-        if token in ids:
-            return None
-        top = max(ids.values(), default=None)
-        fresh = len(vocab) if top is None or top < len(vocab) else top + 1
-        ids[token] = vocab.get(token, fresh)
-    return list(ids.values())
 
 
 def _lowercase(path: str, config: dict) -> bool:
