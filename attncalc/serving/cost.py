@@ -74,9 +74,7 @@ def serving_cost(
     source: str = "config.json",
 ) -> dict:
     """Every figure of serving `config` on `hardware` (× tp × pp GPUs), with the terms it is made of (JSON-ready)."""
-    _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs)
-    if engine not in throughput.ENGINES:
-        raise InputError("--engine", " or ".join(throughput.ENGINES), repr(engine))
+    _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs, engine)
     params = parameter_terms(config, source)
     kv = _kv_terms(config, prompt, generate, batch, dtype, kv_dtype, source)
     notes = list(kv["kv"]["notes"])
@@ -154,7 +152,9 @@ def _closing_notes(kv: dict, tokens: int, decodes: bool, notes: list) -> None:
         notes.append(texts.t("cost.no_decode"))
 
 
-def _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs) -> None:
+def _check_options(prompt, generate, batch, tp, pp, group_size, max_seqs, engine) -> None:
+    if engine not in throughput.ENGINES:
+        raise InputError("--engine", " or ".join(throughput.ENGINES), repr(engine))
     _check_count("--prompt", prompt, 1)
     _check_count("--generate", generate, 0)
     _check_count("--batch", batch, 1)
