@@ -225,10 +225,15 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
         else:
             half = half_unit(d)
             band, from_yours, screen, loose = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel], y)
-            strict = band.holds(y) & band.hit  # one of this habit's paths gives it as written
+            # the habit is read from cells one of its paths gives as written, near the truth (not more than 2
+            # units off, where only a chain of coarse copies lands); a cell right only between two paths' values
+            # or that far shows no habit (attncalc/learn/habit.py)
+            with np.errstate(invalid="ignore"):
+                near = np.abs(y - truth[sel]) <= 2 * 10.0 ** -np.asarray(d, float)
+            strict = band.holds(y) & band.hit & near
             copied = screen.holds(y) if screen is not None else False
             right = band.holds(y) | copied
-            between = right & ~strict & ~copied  # right only as a number between two paths' values
+            between = right & ~strict & ~copied
             carried = ~right & from_yours.holds(y)
             worked = right | carried | loose.holds(y)
             if screen is not None:
