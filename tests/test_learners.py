@@ -132,6 +132,9 @@ FOUND = [
             slip=("dec.0.self.Q", 613848, 28, 0.0),
         ),
     ),
+    # a chopper's Q at 1 decimal from their own PE at 0 (far from the truth, near what their numbers give):
+    # their cuts there are a habit shown
+    ("truncate", learners.Learner("woaini", "attend", {"PE": 0, "Q": 1}, "trunc")),
     # CI's draw of session 10's last run: a rounder's dWk copied off the screen with a 6-unit slip, 0.186 for
     # 0.180, which only a chain of chopped copies reaches (0.1866): no cut shown, read as rounding, a slip
     (

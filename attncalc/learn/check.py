@@ -225,11 +225,14 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
         else:
             half = half_unit(d)
             band, from_yours, screen, loose = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel], y)
-            # the habit is read from cells one of its paths gives as written, near the truth (not more than 2
-            # units off, where only a chain of coarse copies lands); a cell right only between two paths' values
-            # or that far shows no habit (attncalc/learn/habit.py)
+            # the habit is read from cells one of its paths gives as written, near the truth or what your own
+            # numbers give (not more than 2 units off, where only a chain of coarse copies lands); a cell right
+            # only between two paths' values or that far shows no habit (attncalc/learn/habit.py)
             with np.errstate(invalid="ignore"):
-                near = np.abs(y - truth[sel]) <= 2 * 10.0 ** -np.asarray(d, float)
+                units = 2 * 10.0 ** -np.asarray(d, float)
+                near = np.abs(y - truth[sel]) <= units
+                if fed:
+                    near |= np.abs(y - step[sel]) <= units
             strict = band.holds(y) & band.hit & near
             copied = screen.holds(y) if screen is not None else False
             right = band.holds(y) | copied
