@@ -35,7 +35,7 @@ from attncalc.inputs.worksheet import Sheet
 from attncalc.learn import blanks
 from attncalc.learn.habit import named_mistake, read_habit
 from attncalc.learn.hint import first_hint
-from attncalc.learn.tolerance import cell_decimals, close, half_unit
+from attncalc.learn.tolerance import FAR_UNITS, cell_decimals, close, half_unit
 from attncalc.learn.ways import Ways, bands, symmetric
 from attncalc.render.text import expansion_lines
 
@@ -226,10 +226,10 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
             half = half_unit(d)
             band, from_yours, screen, loose = bands(Ways(sheet_of, name, d, precision, habit), sel, truth[sel], y)
             # the habit is read from cells one of its paths gives as written, near the truth or what your own
-            # numbers give (not more than 2 units off, where only a chain of coarse copies lands); a cell right
+            # numbers give (within FAR_UNITS units; farther only a chain of coarse copies lands); a cell right
             # only between two paths' values or that far shows no habit (attncalc/learn/habit.py)
             with np.errstate(invalid="ignore"):
-                units = 2 * 10.0 ** -np.asarray(d, float)
+                units = FAR_UNITS * 10.0 ** -np.asarray(d, float)
                 near = np.abs(y - truth[sel]) <= units
                 if fed:
                     near |= np.abs(y - step[sel]) <= units
