@@ -136,7 +136,7 @@ FOUND = [
     # their cuts there are a habit shown
     ("truncate", learners.Learner("woaini", "attend", {"PE": 0, "Q": 1}, "trunc")),
     # CI's draw of session 10's last run: a rounder's dWk copied off the screen with a 6-unit slip, 0.186 for
-    # 0.180, which only a chain of chopped copies reaches (0.1866): no cut shown, read as rounding, a slip
+    # 0.180, which only a chain of chopped copies reaches (0.1866, 6 units off): no cut shown, a slip
     (
         "round",
         learners.Learner(

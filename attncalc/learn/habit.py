@@ -37,9 +37,9 @@ def read_habit(graph: Graph, fitted, rounded: tuple, chopped: tuple, precision: 
     explain the sheet — a slip is one error for each cell, unless some path gives it from numbers too coarse
     for the decimals written (1.00 from your `1.`: slack, no error), and a known mistake that gives the
     tensor is one for all of it; a cell that chopping calls right only as a number between two of its paths'
-    values (3.835 between the 3.830 and 3.863 of p chopped at 4 and 3 decimals), or only more than 2 units from
-    the truth (check.py's `between`), and rounding calls wrong is an error of chopping too: nothing on it shows
-    a cut. When both need as many, one chops when chopping makes numbers correct and rounding none (one cut
+    values (3.835 between the 3.830 and 3.863 of p chopped at 4 and 3 decimals), or only more than FAR_UNITS
+    units from the truth and from what your numbers give (check.py's `between`), and rounding calls wrong is an
+    error of chopping too: nothing on it shows a cut. When both need as many, one chops when chopping makes numbers correct and rounding none (one cut
     number among rounded ones is a slip), the evidence read only where a habit can be read: not in a tensor
     worked from numbers that either way calls wrong (from wrong numbers a cell may land anywhere, in either
     habit's band by chance), nor in one a known mistake gives under the other habit unless this one finds it
