@@ -225,6 +225,14 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
     # for 0.99995 chopped): right if the sheet shows they chop, a slip otherwise
     other = Learner(**{**vars(learner), "habit": "up" if learner.habit == "trunc" else "trunc"})
     other_actual, other_clean = (work(other), work(other, slip=False, mistake=False)) if erred_at else ({}, {})
+    # nor is a cell right only by their habit (0. for 0.806 chopped) in the tensor of their error, when no cell
+    # the error did not reach shows that habit: the mistaken numbers may show either (a column softmax at 0
+    # decimals, from Q and K worked at 0, gives what the chopper wrote rounded)
+    shown = any(
+        ((actual[n] == clean[n]) & (other_clean[n] != clean[n])).any()
+        for n in actual
+        if erred_at and n not in erred_at and not tainted[n]
+    )
     for name, cells in actual.items():
         d = SCREEN if name in learner.copied else learner.written[name]
         a, c = np.vectorize(_num)(cells), np.vectorize(_num)(clean[name])
@@ -261,6 +269,9 @@ def truths(learner: Learner) -> dict[str, np.ndarray]:
             kind = np.where(differs & beyond & far_from_own, "slip", np.where(differs, "undecided", kind))
             by_habit = (cells == clean[name]) & (other_actual[name] != other_clean[name])
             kind = np.where(by_habit & (kind == "correct"), "undecided", kind)
+            if not shown:
+                only = (cells == clean[name]) & (other_clean[name] != clean[name])
+                kind = np.where(only & (kind == "correct"), "undecided", kind)
         if any((out[m] == "undecided").any() for m in graph.upstream([name]) - {name} if m in out):
             # an earlier error too small to call may be judged right: what follows from it, correct or carried
             kind = np.where(kind == "carried", "undecided_carried", kind)

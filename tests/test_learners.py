@@ -157,6 +157,15 @@ FOUND = [
             slip=("enc.0.F", 731694, 44, 0.0),
         ),
     ),
+    # the ci profile's seed 66: a chopper's A at 0 decimals, softmax over columns, and nothing else on the sheet;
+    # Q and K worked at 0 give the same 0s and 1 rounded, so no habit shows: 0. for A[I, I] = 0.806 is a slip
+    # to check (as one who rounds), right to the chopper: the simulation calls it undecided, the rest judged
+    (
+        "round",
+        learners.Learner(
+            "woaini", "decoder", {"dec.0.self.A": 0}, "trunc", "screen", "target", mistake=("dec.0.self.A", "columns")
+        ),
+    ),
 ]
 
 

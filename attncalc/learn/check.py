@@ -233,9 +233,10 @@ def _verdicts(graph: Graph, fitted: dict, mine: dict, tol, precision: int, habit
                 near = np.abs(y - truth[sel]) <= units
                 if fed:
                     near |= np.abs(y - step[sel]) <= units
-            strict = band.holds(y) & band.hit & near
+            holds = band.holds(y)
+            strict = holds & band.hit & near
             copied = screen.holds(y) if screen is not None else False
-            right = band.holds(y) | copied
+            right = holds | copied
             between = right & ~strict & ~copied
             carried = ~right & from_yours.holds(y)
             worked = right | carried | loose.holds(y)
