@@ -132,9 +132,11 @@ def test_the_estimate_by_hand_llama3_8b_h100():
     r = serving_cost(load("llama-3-8b.json"), prompt=2048, generate=128, hardware=preset("H100-SXM"))
     e = EFFICIENCY["datacenter"]
     decode = r["estimate"]["decode"]
-    # bytes 16,345,735,168 / (0.8 × 3.35e12) = 6.0991 ms; + 32 × 15 µs + 0.5 ms = 7.0791 ms
+    # bytes 16,345,735,168 / (0.8 × 3.35e12) = 6.0991 ms; + FLOPs 16,150,167,552 / (0.6 × 989e12) = 27.2 µs
+    # + 32 × 15 µs + 0.5 ms = 7.1063 ms
     assert decode["memory_s"] == pytest.approx(16_345_735_168 / (e.memory * 3.35e12), rel=1e-12)
-    assert r["estimate"]["tpot_s"] == pytest.approx(16_345_735_168 / 2.68e12 + 32 * 15e-6 + 0.5e-3, rel=1e-12)
+    tpot = 16_345_735_168 / 2.68e12 + 16_150_167_552 / (0.6 * 989e12) + 32 * 15e-6 + 0.5e-3
+    assert r["estimate"]["tpot_s"] == pytest.approx(tpot, rel=1e-12) and tpot == pytest.approx(7.1063e-3, abs=1e-7)
     prefill = r["estimate"]["prefill"]
     assert prefill["bound"] == "compute" and prefill["intensity"] > prefill["ridge"] == pytest.approx(989e12 / 3.35e12)
     assert r["estimate"]["tpot_s"] > r["tpot_s"] and r["estimate"]["ttft_s"] > r["ttft_s"]

@@ -87,7 +87,11 @@ def test_request_overhead_gives_the_ttft_a_client_measures():
     # the engine's: 2 × 6,979,321,856 × 467 + 2 × 525,336,576 + 4 × 32 × 128 × 32 × 467 × 468 / 2 FLOPs at 0.6 × 989e12
     flops = 2 * 6_979_321_856 * 467 + 2 * 525_336_576 + 4 * 32 * 128 * 32 * (467 * 468 // 2)
     assert est["prefill"]["flops"] == flops
-    assert est["ttft_s"] == pytest.approx(flops / (0.6 * 989e12) + 32 * 15e-6 + 0.5e-3, rel=1e-12)
+    # and its reading, which adds: the bf16 weights 16,060,522,496 B + the prompt's KV 467 × 131,072 = 61,210,624 B
+    # at 0.8 × 3.35e12: 16,121,733,120 / 2.68e12 = 6.0156 ms beside 11.0835 ms of arithmetic, + 0.98 ms fixed
+    assert est["prefill"]["bytes"] == 16_060_522_496 + 467 * 131_072 == 16_121_733_120
+    ttft = flops / (0.6 * 989e12) + 16_121_733_120 / (0.8 * 3.35e12) + 32 * 15e-6 + 0.5e-3
+    assert est["ttft_s"] == pytest.approx(ttft, rel=1e-12) and ttft == pytest.approx(18.079e-3, abs=1e-6)
 
 
 def test_mla_caches_the_latent_and_the_rope_key():
@@ -199,14 +203,15 @@ def test_steady_state_batch_and_tokens_per_second_by_hand():
     cache = 1024 * 12_582_912  # the cache of 1024 sequences, read by attention
     assert fl["step"]["flops"] == matmul + attention == 29_800_899_018_752
     assert fl["step"]["bytes"] == 8_030_261_248 + cache
-    # matmuls: max(2.9663e13 / (0.6 × 1979e12), 8.03e9 / (0.8 × 3.35e12)) = 24.98 ms (compute);
-    # attention: max(1.377e11 / (0.6 × 1979e12), 1.2885e10 / (0.8 × 3.35e12)) = 4.808 ms (memory); they add
-    matmul_s = matmul / (0.6 * 1979e12)
-    attention_s = cache / (0.8 * 3.35e12)
+    # each kernel's arithmetic and reading add: matmuls 2.9663e13 / (0.6 × 1979e12) + 8.03e9 / (0.8 × 3.35e12)
+    # = 24.98 + 2.996 = 27.977 ms; attention 1.377e11 / (0.6 × 1979e12) + 1.2885e10 / (0.8 × 3.35e12)
+    # = 0.116 + 4.808 = 4.924 ms; the two kernels add too
+    matmul_s = matmul / (0.6 * 1979e12) + 8_030_261_248 / (0.8 * 3.35e12)
+    attention_s = attention / (0.6 * 1979e12) + cache / (0.8 * 3.35e12)
     assert fl["step"]["kernels_s"] == pytest.approx({"matmul": matmul_s, "attention": attention_s}, rel=1e-12)
     step = matmul_s + attention_s + 32 * 15e-6 + 0.5e-3
-    assert fl["step"]["seconds"] == pytest.approx(step, rel=1e-12) and step == pytest.approx(30.7694e-3, abs=1e-7)
-    assert fl["tokens_per_s"] == pytest.approx(1024 / step, rel=1e-12) and round(fl["tokens_per_s"]) == 33_280
+    assert fl["step"]["seconds"] == pytest.approx(step, rel=1e-12) and step == pytest.approx(33.881e-3, abs=1e-6)
+    assert fl["tokens_per_s"] == pytest.approx(1024 / step, rel=1e-12) and round(fl["tokens_per_s"]) == 30_223
     assert (
         fl["requests_per_s"] == pytest.approx(1024 / step / 128) and fl["total_tokens_per_s"] == 2 * fl["tokens_per_s"]
     )
@@ -249,28 +254,33 @@ def test_engine_option_through_the_cli(cli):
 
 
 def test_a_step_s_kernels_add_where_one_roofline_would_overlap_them():
-    """A mixed step: its matmuls compute-bound, its attention memory-bound. One roofline over the step's totals
-    would take the larger of the two sides; the kernels run in turn, so each is timed alone and they add."""
+    """A mixed step: its matmuls compute-bound, its attention memory-bound. The roofline over the step's totals
+    takes the larger of the two sides; the estimate times each kernel's arithmetic and reading at the achieved
+    rates and adds them, and the kernels, run in turn, add too."""
     from attncalc.serving.estimate import step
     from attncalc.serving.hardware import EFFICIENCY
 
     eff = EFFICIENCY["datacenter"]
     parts = {"matmul": (1.2e12, 1e9), "attention": (1e10, 2e9)}
     one = step(1.21e12, 3e9, peak=1e15, bandwidth=2e12, efficiency=eff, layers=10, comm_s=1e-4, parts=parts)
-    # matmul: max(1.2e12 / 6e14, 1e9 / 1.6e12) = max(2 ms, 0.625 ms) = 2 ms;
-    # attention: max(1e10 / 6e14, 2e9 / 1.6e12) = max(16.7 µs, 1.25 ms) = 1.25 ms
-    assert one["kernels_s"] == pytest.approx({"matmul": 2e-3, "attention": 1.25e-3}, rel=1e-12)
-    assert one["seconds"] == pytest.approx(2e-3 + 1.25e-3 + 10 * 15e-6 + 0.5e-3 + 1e-4, rel=1e-12)
-    # one roofline over the totals: max(1.21e12 / 6e14, 3e9 / 1.6e12) = 2.0167 ms, 1.23 ms less
+    # matmul: 1.2e12 / 6e14 + 1e9 / 1.6e12 = 2 ms + 0.625 ms = 2.625 ms;
+    # attention: 1e10 / 6e14 + 2e9 / 1.6e12 = 16.667 µs + 1.25 ms = 1.266667 ms
+    assert one["kernels_s"] == pytest.approx({"matmul": 2.625e-3, "attention": 1.25e-3 + 1e10 / 6e14}, rel=1e-12)
+    assert one["seconds"] == pytest.approx(2.625e-3 + 1.266667e-3 + 10 * 15e-6 + 0.5e-3 + 1e-4, rel=1e-6)
+    # the totals as one kernel give the same sum (it is linear): 1.21e12 / 6e14 + 3e9 / 1.6e12 = 3.891667 ms
     alone = step(1.21e12, 3e9, peak=1e15, bandwidth=2e12, efficiency=eff, layers=10, comm_s=1e-4)
-    assert alone["seconds"] == pytest.approx(1.21e12 / 6e14 + 10 * 15e-6 + 0.5e-3 + 1e-4, rel=1e-12)
+    assert alone["seconds"] == pytest.approx(1.21e12 / 6e14 + 3e9 / 1.6e12 + 10 * 15e-6 + 0.5e-3 + 1e-4, rel=1e-12)
+    # the larger side of each kernel alone (the roofline's max): 2 + 1.25 = 3.25 ms, 0.641667 ms less
+    assert one["seconds"] - (3.25e-3 + 10 * 15e-6 + 0.5e-3 + 1e-4) == pytest.approx(0.641667e-3, rel=1e-5)
 
 
 def test_static_batch_by_hand():
     r = serving_cost(load("llama-3-8b.json"), prompt=128, generate=128, hardware=preset("H100-SXM"), **FP8)
     st = r["throughput"]["static"]
-    # a decode step at the mean length 192: 8,030,261,248 + 192 × 65,536 B at 0.8 × 3.35e12, + 0.98 ms fixed
-    step = (8_030_261_248 + 192 * 65_536) / (0.8 * 3.35e12) + 32 * 15e-6 + 0.5e-3
+    # a decode step at the mean length 192: 8,030,261,248 + 192 × 65,536 B at 0.8 × 3.35e12, its FLOPs
+    # 2 × (6,979,321,856 + 525,336,576) + 2 × 32 × 256 × 32 × 192 at 0.6 × 1979e12 (12.7 µs), + 0.98 ms fixed
+    flops = 2 * (6_979_321_856 + 525_336_576) + 2 * 32 * 256 * 32 * 192
+    step = (8_030_261_248 + 192 * 65_536) / (0.8 * 3.35e12) + flops / (0.6 * 1979e12) + 32 * 15e-6 + 0.5e-3
     assert st["step"]["seconds"] == pytest.approx(step, rel=1e-12)
     total = r["estimate"]["ttft_s"] + 128 * step
     assert st["seconds"] == pytest.approx(total, rel=1e-12) and st["tokens_per_s"] == pytest.approx(128 / total)
@@ -313,17 +323,21 @@ def test_measured_times_give_back_the_efficiencies_they_came_from(cli):
     assert fits["tpot"]["field"] == "memory" and fits["ttft"]["field"] == "compute"
     assert d["calibration"]["before"]["memory"] == 0.8  # what the defaults were
     assert d["estimate"]["tpot_s"] == pytest.approx(made["tpot_s"], rel=1e-9)
-    # the engine's own TTFT (no request overhead) fits the same η_compute
+    # TPOT and TTFT each hold both sides (a kernel's arithmetic and reading add): the two are solved together
+    assert fits["tpot"]["other_s"] == pytest.approx(made["decode"]["compute_s"], rel=1e-9)
+    assert fits["ttft"]["other_s"] == pytest.approx(made["prefill"]["memory_s"], rel=1e-9)
+    # the engine's own TTFT (no request overhead) alone fits η_compute with η_memory held where --efficiency puts it
     engine = made["ttft_s"] * 1e3
     d = doc(
         cli(
             "cost",
             path,
-            *"--prompt 2048 --generate 128 --gpu H100-SXM -f json --measured".split(),
+            *"--prompt 2048 --generate 128 --gpu H100-SXM -f json --efficiency memory=0.7 --measured".split(),
             f"ttft_engine={engine!r}ms",
         )
     )
     assert d["estimate"]["efficiency"]["compute"] == pytest.approx(0.5, rel=1e-9)
+    assert d["estimate"]["efficiency"]["memory"] == 0.7
 
 
 @pytest.mark.parametrize(
@@ -408,3 +422,50 @@ def test_amd_parts_read_no_faster_than_amds_own_bandwidth_benchmark():
     decode = r["estimate"]["decode"]
     assert r["estimate"]["efficiency"]["memory"] == pytest.approx(0.737853, abs=1e-6)
     assert decode["memory_s"] == pytest.approx(decode["bytes"] / 3910.62e9, rel=1e-12)
+
+
+def test_a_mixtures_routed_experts_run_at_the_grouped_gemm_rate():
+    """Mixtral 8x7B in bf16 on 2 H100s, a 512-token prompt: the routed experts are one grouped GEMM, which reaches
+    523 / 989 of the peak where dense matmuls are taken at 0.60 (Liger-Kernel pull request 1294): 0.8814 of
+    η_compute. Each GPU holds half of every expert (tensor parallelism)."""
+    from attncalc.serving.hardware import GROUPED_GEMM
+
+    assert GROUPED_GEMM == pytest.approx(523 / 989 / 0.60, rel=1e-15) and round(GROUPED_GEMM, 4) == 0.8814
+    r = serving_cost(load("mixtral-8x7b.json"), prompt=512, generate=128, hardware=preset("H100-SXM"), tp=2)
+    p = r["estimate"]["prefill"]
+    # routed FLOPs: 512 tokens × 2 × 32 layers × 2 experts × 176,160,768 (3 × 4096 × 14336) = 11,544,872,091,648,
+    # 5,772,436,045,824 per GPU; every expert is read in prefill: 32 × 8 × 176,160,768 × 2 B / 2 = 45,097,156,608 B
+    routed, expert_bytes = 512 * 2 * 32 * 2 * 176_160_768 // 2, 32 * 8 * 176_160_768 * 2 // 2
+    assert routed == 5_772_436_045_824 and expert_bytes == 45_097_156_608
+    # experts: 5,772,436,045,824 / (0.8814 × 0.6 × 989e12) + 45,097,156,608 / (0.8 × 3.35e12) = 11.037 + 16.827 ms
+    experts = routed / (GROUPED_GEMM * 0.6 * 989e12) + expert_bytes / (0.8 * 3.35e12)
+    # the rest: (6,494,725,603,328 − 5,772,436,045,824) FLOPs at 0.6 × 989e12 + the other 1,639,190,528 B
+    assert p["flops"] == 6_494_725_603_328 and p["bytes"] == 46_736_347_136
+    rest = (6_494_725_603_328 - routed) / (0.6 * 989e12) + (46_736_347_136 - expert_bytes) / (0.8 * 3.35e12)
+    assert p["kernels_s"] == pytest.approx({"matmul": rest, "experts": experts}, rel=1e-12)
+    assert experts == pytest.approx(27.864e-3, abs=1e-6) and rest == pytest.approx(1.8288e-3, abs=1e-7)
+    # the FLOPs written at the dense rate: the routed ones count 1 / 0.8814 = 1.1346 times
+    assert p["flops_at_dense_rate"] == pytest.approx(6_494_725_603_328 - routed + routed / GROUPED_GEMM, rel=1e-12)
+    assert p["seconds"] == pytest.approx(rest + experts + 32 * 15e-6 + 0.5e-3 + p["comm_s"], rel=1e-12)
+    # a batch-1 decode token touches 2 experts of 8: a quarter of the experts' bytes
+    d = r["estimate"]["decode"]
+    assert r["moe"]["experts_touched_decode"] == 2.0
+    decode_flops = 2 * 32 * 2 * 176_160_768 // 2
+    hand = decode_flops / (GROUPED_GEMM * 0.6 * 989e12) + expert_bytes / 4 / (0.8 * 3.35e12)
+    assert d["kernels_s"]["experts"] == pytest.approx(hand, rel=1e-12)
+
+
+def test_a_mixture_s_measurement_gives_back_its_efficiencies():
+    """The experts' share of η_compute is held, so a mixture's TPOT and TTFT, made at η_memory 0.7 and η_compute
+    0.5, give 0.7 and 0.5 back, solved together."""
+    from dataclasses import replace
+
+    from attncalc.serving.calibrate import calibrated
+    from attncalc.serving.hardware import EFFICIENCY
+
+    run = dict(prompt=512, generate=128, hardware=preset("H100-SXM"), tp=2)
+    truth = replace(EFFICIENCY["datacenter"], memory=0.7, compute=0.5)
+    made = serving_cost(load("mixtral-8x7b.json"), efficiency=truth, **run)["estimate"]
+    r = calibrated(load("mixtral-8x7b.json"), {"tpot": made["tpot_s"], "ttft_engine": made["ttft_s"]}, **run)
+    assert r["estimate"]["efficiency"]["memory"] == pytest.approx(0.7, rel=1e-9)
+    assert r["estimate"]["efficiency"]["compute"] == pytest.approx(0.5, rel=1e-9)

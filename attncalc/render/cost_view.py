@@ -27,7 +27,7 @@ def _est_line(est: dict, work: dict, hw: dict, layers: int) -> str:
     eff = est["efficiency"]
     return texts.t(
         "cost.line.est",
-        compute=f"{work['flops']:,.0f}",
+        compute=f"{work['flops_at_dense_rate']:,.0f}",  # a mixture's routed FLOPs at 1 / GROUPED_GEMM
         eta_c=f"{eff['compute']:g}",
         peak=per_second(hw["flops"]),
         nbytes=f"{work['bytes']:,.0f}",
@@ -198,6 +198,7 @@ def _calibration_lines(r: dict) -> list[str]:
                 rate=per_second(one["rate"]),
                 fixed=duration(one["fixed_s"]),
                 comm=duration(one["comm_s"]),
+                other=duration(one["other_s"]),
                 value=f"{one['value']:.3g}",
                 before=f"{cal['before'][one['field']]:g}",
             )
@@ -256,7 +257,7 @@ def _throughput_lines(r: dict) -> list[str]:
             micro=f"{fl['micro_batch']:g}",
             pp=pp,
             prompt_tokens=f"{fl['prompt_tokens_per_step']:,.0f}",
-            matmul=duration(fl["step"]["kernels_s"]["matmul"]),
+            matmul=duration(fl["step"]["kernels_s"]["matmul"] + fl["step"]["kernels_s"].get("experts", 0.0)),
             attention=duration(fl["step"]["kernels_s"]["attention"]),
             fixed=duration(fl["step"]["fixed_s"]),
             comm=duration(fl["step"]["comm_s"]),

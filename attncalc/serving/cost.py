@@ -21,7 +21,7 @@ from __future__ import annotations
 from attncalc import texts
 from attncalc.errors import InputError
 from attncalc.inputs.model_config import GGUF_BYTES
-from attncalc.serving import estimate, throughput
+from attncalc.serving import estimate, experts, throughput
 from attncalc.serving.fields import check_count
 from attncalc.serving.hardware import LINKS, Hardware, efficiency_of
 from attncalc.serving.kvcache import kv_cache, pick_dtype
@@ -81,7 +81,7 @@ def serving_cost(
     weights = _weights(config, params, weights_dtype, kv["compute_dtype"], group_size, notes)
     peak = _peak(hardware, kv["compute_dtype"], notes)
     flops = _flops(kv["kv"]["terms"], params, prompt, batch)
-    moe = _moe(params, weights, params["moe_layers"], batch, prompt, notes)
+    moe = experts.moe_terms(params, weights, params["moe_layers"], batch, prompt, notes)
     decode_weights = moe["decode_weights_bytes"] if moe else weights["bytes"]
     gpus = _per_gpu(kv, weights["bytes"], tp, pp)
     link = _link(hardware, link, tp, pp)
@@ -91,7 +91,8 @@ def serving_cost(
         "prefill": (flops["prefill"], weights["bytes"] + kv["prompt_bytes"]),
         "decode": (flops["decode"], decode_weights + kv["kv"]["bytes"]),
     }
-    bounds, estimates = _steps(work, hardware, peak, eff, tp, pp, kv["kv"]["terms"]["layers"], comm_s)
+    parts = experts.expert_parts(work, params, moe, prompt, batch)
+    bounds, estimates = _steps(work, parts, hardware, peak, eff, tp, kv["kv"]["terms"]["layers"], comm_s)
     _parallel_notes(tp, pp, comm, link, notes)
     decodes = generate > 0  # --generate 0: no token is generated, so there is no time per output token
     load = None
@@ -227,26 +228,6 @@ def _flops(t: dict, params: dict, prompt: int, batch: int) -> dict:
     }
 
 
-def _moe(params: dict, weights: dict, layers: int, batch: int, prompt: int, notes: list) -> dict | None:
-    """A decode step reads only the experts its batch's tokens route to."""
-    if not params["experts"]:
-        return None
-    e, k = params["experts"], params["experts_per_token"]
-    expert_bytes = round(params["expert_bytes_params"] * (weights["bits"] + weights["scale_bits"]) / 8)
-    touched = estimate.experts_touched(e, k, batch)
-    untouched = layers * (e - touched) * expert_bytes
-    notes.append(texts.t("cost.moe_routing", e=e, k=k))
-    return {
-        "experts": e,
-        "experts_per_token": k,
-        "active_params": params["active"],
-        "expert_bytes": expert_bytes,
-        "experts_touched_decode": touched,
-        "experts_touched_prefill": estimate.experts_touched(e, k, batch * prompt),
-        "decode_weights_bytes": weights["bytes"] - round(untouched),
-    }
-
-
 def _link(hardware: Hardware, link, tp: int, pp: int):
     """The GPU-to-GPU link: --link, else the preset's; several GPUs without one are refused, one GPU with one too."""
     if link is not None and tp * pp == 1:
@@ -295,14 +276,13 @@ def _communication(kv: dict, prompt: int, batch: int, tp: int, pp: int, link) ->
     return comm, comm_s
 
 
-def _steps(work: dict, hardware: Hardware, peak: float, eff, tp: int, pp: int, layers: int, comm_s: dict):
+def _steps(work: dict, parts: dict, hardware: Hardware, peak: float, eff, tp: int, layers: int, comm_s: dict):
     """The bound and the estimate of prefill and of the last decode step.
 
     A token passes every stage in turn: the pipeline's latency is the sum of its stages, i.e. all the work at one
     tensor-parallel group's rate (each stage does 1/pp of it); the bound of tensor parallelism alone divides the
     work among every GPU."""
-    ways = tp if pp > 1 else tp * pp
-    bounds = {phase: _bound(f / ways, b / ways, hardware, peak) for phase, (f, b) in work.items()}
+    bounds = {phase: _bound(f / tp, b / tp, hardware, peak) for phase, (f, b) in work.items()}
     estimates = {
         phase: estimate.step(
             f / tp,
@@ -312,6 +292,7 @@ def _steps(work: dict, hardware: Hardware, peak: float, eff, tp: int, pp: int, l
             efficiency=eff,
             layers=layers,
             comm_s=comm_s[phase],
+            parts={kind: (w[0] / tp, w[1] / tp, *w[2:]) for kind, w in parts[phase].items()} if parts else None,
         )
         for phase, (f, b) in work.items()
     }

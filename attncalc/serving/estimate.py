@@ -1,7 +1,12 @@
 """Estimates beside the bounds, and serving on more than one GPU: the terms `cost` adds to its roofline.
 
-    estimate = max(FLOPs / (η_compute × peak), bytes / (η_memory × bandwidth))
+    estimate = FLOPs / (η_compute × peak) + bytes / (η_memory × bandwidth)
                + layers × per-layer latency + per-step latency + all-reduces + pipeline sends
+
+A kernel's reading and its arithmetic add at the rates real kernels reach: near the ridge point a kernel reaches
+neither roof (an fp8 GEMM on an H800, tilelang's benchmark: the time over the sum of the two is 1.18–1.56 from far
+to near the ridge, over the larger of the two 1.28–2.84), and far from it the smaller side adds little. The bounds
+stay the roofline's max at the full peaks.
 
 Tensor parallelism over N GPUs (Megatron-LM, Shoeybi et al. 2019) splits every weight matrix and the KV
 heads N ways and adds two all-reduces per layer (after attention's output projection and after the MLP) of
@@ -99,24 +104,37 @@ def send(values: int, value_bytes: int, link) -> dict:
     return {"bytes": nbytes, "transfer_s": transfer, "latency_s": link.latency, "seconds": transfer + link.latency}
 
 
+def kernel_seconds(flops: float, nbytes: float, *, peak: float, bandwidth: float, efficiency, rate=1.0) -> float:
+    """One kernel's time: its FLOPs at η_compute × peak (× `rate`, the share of η_compute this kind of kernel
+    reaches: a mixture's grouped expert GEMM less than 1) plus its bytes at η_memory × bandwidth. The two overlap
+    only in part; near the ridge (a 128-token prefill, a decode step at a batch of a few hundred) neither hides the
+    other, which the larger of the two (the roofline) misses by up to 2×."""
+    return flops / (rate * efficiency.compute * peak) + nbytes / (efficiency.memory * bandwidth)
+
+
 def step(
     flops: float, nbytes: float, *, peak: float, bandwidth: float, efficiency, layers: int, comm_s: float, parts=None
 ) -> dict:
-    """The estimate of one step on one GPU of the group: the roofline at achieved rates, plus fixed costs.
+    """The estimate of one step on one GPU of the group: its arithmetic and its reading at achieved rates, plus
+    fixed costs.
 
-    With `parts` ({kind: (FLOPs, bytes)}, the kinds of kernel the step runs), each kind is timed by its own
-    roofline and the times add: a GPU runs a step's kernels one after another, so the matmuls' arithmetic does not
-    hide attention's cache reads (a step mixing prompt tokens and a large cache is both, in turn)."""
-    compute = flops / (efficiency.compute * peak)
+    With `parts` ({kind: (FLOPs, bytes) or (FLOPs, bytes, rate)}, the kinds of kernel the step runs, `rate` the
+    share of η_compute a kind reaches), each kind is timed alone and the times add: a GPU runs a step's kernels one after another, so the matmuls' arithmetic does not hide attention's
+    cache reads (a step mixing prompt tokens and a large cache is both, in turn). Within a kernel, too, the time
+    of its arithmetic and of its reading add (`kernel_seconds`)."""
+    kinds = {kind: (*work, 1.0)[:3] for kind, work in (parts or {"all": (flops, nbytes)}).items()}
+    dense_rate = sum(f / rate for f, _, rate in kinds.values())  # FLOPs as many as at η_compute they take as long
+    compute = dense_rate / (efficiency.compute * peak)
     memory = nbytes / (efficiency.memory * bandwidth)
     fixed = layers * efficiency.layer + efficiency.step
     kernels = {
-        kind: max(f / (efficiency.compute * peak), b / (efficiency.memory * bandwidth))
-        for kind, (f, b) in (parts or {"all": (flops, nbytes)}).items()
+        kind: kernel_seconds(f, b, peak=peak, bandwidth=bandwidth, efficiency=efficiency, rate=rate)
+        for kind, (f, b, rate) in kinds.items()
     }
     return {
         "kernels_s": kernels,
         "flops": flops,
+        "flops_at_dense_rate": dense_rate,
         "bytes": nbytes,
         "compute_s": compute,
         "memory_s": memory,

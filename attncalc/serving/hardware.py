@@ -126,6 +126,13 @@ EFFICIENCY = {
 }
 
 
+# A mixture's routed experts run as one grouped GEMM (each expert multiplies the tokens routed to it): the best
+# published one, Liger-Kernel's tuned fused MoE (linkedin/Liger-Kernel pull request 1294), sustains at most 523
+# TFLOPS on an H100 in bf16, "roughly half of the H100's dense bf16 peak" (989e12): 0.529 of it, where dense
+# matmuls are taken at η_compute = 0.60. The experts' FLOPs run at this share of η_compute (0.882).
+GROUPED_GEMM = 523e12 / 989e12 / EFFICIENCY["datacenter"].compute
+
+
 def efficiency_of(hardware: Hardware) -> Efficiency:
     """The hardware class's defaults, η_memory capped at what the part's own bandwidth benchmark reaches."""
     eff = EFFICIENCY.get(hardware.kind, EFFICIENCY["datacenter"])

@@ -13,7 +13,7 @@ TensorRT-LLM's `kv_cache_free_gpu_mem_fraction` — at most the engine's cap on 
 256 by default). Every step decodes one token of each of the B sequences, and the prompts of the requests that
 replace finished ones are read in chunks inside the same steps (chunked prefill): B / O requests finish per step,
 so B × prompt / O prompt tokens join each step. A step reads the weights once and the cache of B sequences:
-    step = max(FLOPs / (η_c × peak), bytes / (η_m × bandwidth)) + layers × per-layer + per-step + all-reduces
+    step = Σ_kernels [FLOPs / (η_c × peak) + bytes / (η_m × bandwidth)] + layers × per-layer + per-step + all-reduces
     output tokens/s = B / step,  requests/s = B / (O × step)
 Pipeline parallelism over P stages: each GPU holds 1/P of the layers, so its memory holds more sequences; P
 micro-batches of B/P are in flight at once, one in each stage, so every stage is busy and a micro-batch of B/P
@@ -24,6 +24,7 @@ time per token is P stage steps, no shorter. Pure arithmetic: no I/O.
 from __future__ import annotations
 
 from attncalc.serving import estimate
+from attncalc.serving.hardware import GROUPED_GEMM
 
 MEMORY_FRACTION = 0.9
 GiB = 2**30
@@ -74,21 +75,24 @@ def capacity(s: dict, memory: float, engine: str, max_seqs: int | None) -> dict:
 
 
 def step_work(s: dict, decode: float, new_tokens: float, keys: float) -> dict:
-    """The two kinds of kernel one step on one GPU runs, each (FLOPs, bytes): the matmuls (every token through
-    the weights, read once) and attention (each of `decode` sequences reads its `keys` cached tokens; `new_tokens`
-    prompt tokens of `new_tokens / prompt` requests attend causally)."""
+    """The kinds of kernel one step on one GPU runs, each (FLOPs, bytes[, share of η_compute]): the matmuls (every
+    token through the weights, read once), a mixture's routed experts (a grouped GEMM over the experts the step's
+    tokens touch, at GROUPED_GEMM of η_compute) and attention (each of `decode` sequences reads its `keys` cached
+    tokens; `new_tokens` prompt tokens of `new_tokens / prompt` requests attend causally)."""
     tokens = decode + new_tokens
     requests = new_tokens / s["prompt"]
     matmul = 2 * s["matmul"] * tokens + 2 * s["lm_head"] * decode
     attention = decode * s["decode_attention_per_key"] * keys + requests * s["prefill_attention"]
-    weights = s["weights_per_gpu"]
+    kinds = {"matmul": (matmul / s["ways"], s["weights_per_gpu"])}
     if s["experts"]:  # a step touches the experts its tokens route to
         touched = estimate.experts_touched(s["experts"], s["experts_per_token"], tokens)
-        weights -= s["moe_layers"] * (s["experts"] - touched) * s["expert_bytes"] / s["ways"]
-    return {
-        "matmul": (matmul / s["ways"], weights),
-        "attention": (attention / s["ways"], decode * keys * s["kv_token_per_gpu"]),
-    }
+        routed = 2 * s["moe_layers"] * s["experts_per_token"] * s["expert_params"] * tokens
+        every = s["moe_layers"] * s["experts"] * s["expert_bytes"] / s["ways"]
+        experts = (routed / s["ways"], every * touched / s["experts"], GROUPED_GEMM)
+        kinds["matmul"] = ((matmul - routed) / s["ways"], s["weights_per_gpu"] - every)
+        kinds["experts"] = experts
+    kinds["attention"] = (attention / s["ways"], decode * keys * s["kv_token_per_gpu"])
+    return kinds
 
 
 IDEAL = None  # the roofline: full peaks, no fixed costs, no communication (`step_seconds(..., eff=IDEAL)`)
@@ -97,8 +101,8 @@ IDEAL = None  # the roofline: full peaks, no fixed costs, no communication (`ste
 def step_seconds(s: dict, hw: dict, eff, decode: float, new_tokens: float, keys: float) -> dict:
     """A step's estimate at `eff` (its kernels one after another), or its roofline bound when `eff` is IDEAL."""
     parts = step_work(s, decode, new_tokens, keys)
-    flops = sum(f for f, _ in parts.values())
-    nbytes = sum(b for _, b in parts.values())
+    flops = sum(work[0] for work in parts.values())
+    nbytes = sum(work[1] for work in parts.values())
     if eff is IDEAL:
         seconds = max(flops / hw["peak"], nbytes / hw["bandwidth"])
         return {"flops": flops, "bytes": nbytes, "seconds": seconds}
@@ -178,6 +182,7 @@ def shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link) -> d
         "experts_per_token": params["experts_per_token"],
         "moe_layers": params["moe_layers"],
         "expert_bytes": round(params["expert_bytes_params"] * (weights["bits"] + weights["scale_bits"]) / 8),
+        "expert_params": params["expert_bytes_params"],
         "ways": tp * pp,
         "tp": tp,
         "pp": pp,

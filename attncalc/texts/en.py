@@ -190,9 +190,9 @@ TEXTS = {
     "cost.row.per_layer": "= per layer",
     "cost.row.total": "= parameters",
     # serving (issue 26): estimates beside the bounds, several GPUs, experts
-    "cost.line.ttft_est": "TTFT ≈ max(FLOPs / (η_compute × peak), bytes / (η_memory × bandwidth)) + layers × per-layer latency + per-step latency + communication",
-    "cost.line.tpot_est": "TPOT ≈ max(FLOPs / (η_compute × peak), bytes / (η_memory × bandwidth)) + layers × per-layer latency + per-step latency + communication",
-    "cost.line.est": "      = max({compute} / {eta_c} / {peak}, {nbytes} / {eta_m} / {bandwidth}) + {layers} × {layer} + {step} + {comm} = max({compute_s}, {memory_s}) + {fixed_s} + {comm_s} = {total} ({bound})",
+    "cost.line.ttft_est": "TTFT ≈ FLOPs / (η_compute × peak) + bytes / (η_memory × bandwidth) + layers × per-layer latency + per-step latency + communication",
+    "cost.line.tpot_est": "TPOT ≈ FLOPs / (η_compute × peak) + bytes / (η_memory × bandwidth) + layers × per-layer latency + per-step latency + communication",
+    "cost.line.est": "      = {compute} / {eta_c} / {peak} + {nbytes} / {eta_m} / {bandwidth} + {layers} × {layer} + {step} + {comm} = {compute_s} + {memory_s} + {fixed_s} + {comm_s} = {total} ({bound}; arithmetic and reading add)",
     "cost.line.tokens_est": "tokens/s ≈ batch / TPOT estimate = {batch} / {tpot} = {rate}",
     "cost.line.regime": "{phase}: {intensity} FLOPs per byte {cmp} the ridge point peak / bandwidth = {ridge} FLOP/B, so it is {bound}",
     "cost.cmp.above": "≥",
@@ -652,7 +652,7 @@ TEXTS = {
     "cost.line.in_flight_batch": "in-flight batching ({engine}), steady state: batch = min(⌊room for the cache / KV of one sequence ({held} tokens)⌋, most sequences, ⌊most tokens a step / (1 + prompt / generated)⌋) = min(⌊{room} / {per_sequence}⌋, {max_seqs}, ⌊{max_tokens} / {per_request}⌋) = min({fits}, {max_seqs}, {by_tokens}) = {batch}; {rule}",
     "cost.line.in_flight_step": "each step of a micro-batch of {micro} (× {pp} in flight): {micro} decode tokens + {prompt_tokens} prompt tokens of arriving requests (chunked prefill); its kernels run in turn: matmuls {matmul} + attention {attention} + fixed {fixed} + communication {comm} = {step}; output tokens/s ≈ {micro} / {step} = {rate} ({requests} requests/s, {total} tokens/s in and out)",
     "cost.line.in_flight_none": "in-flight batching: the memory left after the weights does not hold one sequence",
-    "cost.line.fitted": "fitted from {source} = {measured}: η_{field} = {work} / ({rate} × ({measured} − request {request} − fixed {fixed} − communication {comm})) = {value} (default {before})",
+    "cost.line.fitted": "fitted from {source} = {measured}: η_{field} = {work} / ({rate} × ({measured} − request {request} − fixed {fixed} − communication {comm} − the other side {other})) = {value} (default {before})",
     "cost.line.measure_it": "measure the same on your machine (same lengths, batch, precision, parallelism; give the result back with --measured):",
     "cost.engine_pages": "engine allocation: vLLM reserves the cache in whole pages of {block} tokens, so a sequence of {tokens} tokens takes ⌈{tokens} / {block}⌉ × {block} = {rounded} tokens' pages, {extra:,} B more than the tensors hold",
     "cost.engine_pages_sliding": "engine allocation: vLLM reserves the cache in whole pages of {block} tokens, so a sequence of {tokens} tokens takes ⌈{tokens} / {block}⌉ × {block} = {rounded} tokens' pages ({extra:,} B more on full-size layers), and a hybrid model's sliding-window layers get pages of the full layers' size, so the window saves less there than this figure says",
@@ -719,4 +719,6 @@ TEXTS = {
     "cost.engine_rule.trtllm": "TensorRT-LLM: room = 0.9 × (memory − weights); a sequence holds its prompt and its whole output (GUARANTEED_NO_EVICT reserves it)",
     # ---- models (issue 38) ----
     "page.head_sort": "sort by the weight from",
+    # ---- serving (issue 37) ----
+    "cost.moe_grouped": "the routed experts run as one grouped GEMM, which reaches {share} of η_compute (Liger-Kernel's tuned fused MoE: 523 TFLOPS on an H100, about half the dense bf16 peak): in the estimates their FLOPs count {weight} times (FLOPs written at the dense rate)",
 }

@@ -190,9 +190,9 @@ TEXTS = {
     "cost.row.per_layer": "= 每层",
     "cost.row.total": "= 参数量",
     # serving (issue 26): estimates beside the bounds, several GPUs, experts
-    "cost.line.ttft_est": "TTFT ≈ max(FLOPs / (η_算力 × 峰值), 字节数 / (η_带宽 × 带宽)) + 层数 × 每层延迟 + 每步延迟 + 通信",
-    "cost.line.tpot_est": "TPOT ≈ max(FLOPs / (η_算力 × 峰值), 字节数 / (η_带宽 × 带宽)) + 层数 × 每层延迟 + 每步延迟 + 通信",
-    "cost.line.est": "      = max({compute} / {eta_c} / {peak}, {nbytes} / {eta_m} / {bandwidth}) + {layers} × {layer} + {step} + {comm} = max({compute_s}, {memory_s}) + {fixed_s} + {comm_s} = {total}（{bound}）",
+    "cost.line.ttft_est": "TTFT ≈ FLOPs / (η_算力 × 峰值) + 字节数 / (η_带宽 × 带宽) + 层数 × 每层延迟 + 每步延迟 + 通信",
+    "cost.line.tpot_est": "TPOT ≈ FLOPs / (η_算力 × 峰值) + 字节数 / (η_带宽 × 带宽) + 层数 × 每层延迟 + 每步延迟 + 通信",
+    "cost.line.est": "      = {compute} / {eta_c} / {peak} + {nbytes} / {eta_m} / {bandwidth} + {layers} × {layer} + {step} + {comm} = {compute_s} + {memory_s} + {fixed_s} + {comm_s} = {total}（{bound}；计算与读取时间相加）",
     "cost.line.tokens_est": "每秒词元数 ≈ 批大小 / TPOT 估计值 = {batch} / {tpot} = {rate}",
     "cost.line.regime": "{phase}：每字节 {intensity} 次浮点运算，{cmp}拐点（峰值 / 带宽 = {ridge} FLOP/B），所以{bound}",
     "cost.cmp.above": "不低于",
@@ -652,7 +652,7 @@ TEXTS = {
     "cost.line.in_flight_batch": "连续批处理（{engine}）稳态：批大小 = min(⌊缓存可用空间 / 一条序列的 KV（{held} 个词元）⌋, 最多序列数, ⌊每步最多词元数 / (1 + 提示长度 / 生成长度)⌋) = min(⌊{room} / {per_sequence}⌋, {max_seqs}, ⌊{max_tokens} / {per_request}⌋) = min({fits}, {max_seqs}, {by_tokens}) = {batch}；{rule}",
     "cost.line.in_flight_step": "每个大小为 {micro} 的微批次（同时有 {pp} 个在流水线中）的一步：{micro} 个解码词元 + 新到请求的 {prompt_tokens} 个提示词元（分块预填充）；各内核依次执行：矩阵乘 {matmul} + 注意力 {attention} + 固定开销 {fixed} + 通信 {comm} = {step}；每秒输出词元 ≈ {micro} / {step} = {rate}（每秒 {requests} 个请求，输入加输出每秒 {total} 个词元）",
     "cost.line.in_flight_none": "连续批处理：放下权重后剩余的显存连一条序列的 KV 也放不下",
-    "cost.line.fitted": "由 {source} = {measured} 拟合：η_{field} = {work} / ({rate} × ({measured} − 请求开销 {request} − 固定开销 {fixed} − 通信 {comm})) = {value}（默认 {before}）",
+    "cost.line.fitted": "由 {source} = {measured} 拟合：η_{field} = {work} / ({rate} × ({measured} − 请求开销 {request} − 固定开销 {fixed} − 通信 {comm} − 另一侧 {other})) = {value}（默认 {before}）",
     "cost.line.measure_it": "在你的机器上测同一个量（相同的长度、批大小、精度和并行方式；用 --measured 把结果交回来）：",
     "cost.engine_pages": "引擎的分配：vLLM 以每页 {block} 个词元整页分配缓存，所以 {tokens} 个词元的序列占 ⌈{tokens} / {block}⌉ × {block} = {rounded} 个词元的页，比张量本身多 {extra:,} B",
     "cost.engine_pages_sliding": "引擎的分配：vLLM 以每页 {block} 个词元整页分配缓存，所以 {tokens} 个词元的序列占 ⌈{tokens} / {block}⌉ × {block} = {rounded} 个词元的页（在完整层上多 {extra:,} B）；混合模型的滑动窗口层拿到与完整层同样大小的页，所以窗口在那里省下的显存比这里的数字少",
@@ -719,4 +719,6 @@ TEXTS = {
     "cost.engine_rule.trtllm": "TensorRT-LLM：可用空间 = 0.9 × (显存 − 权重)；一条序列占着它的提示和全部输出（GUARANTEED_NO_EVICT 预先留足）",
     # ---- models (issue 38) ----
     "page.head_sort": "按注意力权重排序：从",
+    # ---- serving (issue 37) ----
+    "cost.moe_grouped": "被路由的专家以一次分组矩阵乘（grouped GEMM）执行，只能达到 η_算力 的 {share}（Liger-Kernel 调优后的融合 MoE：H100 上 523 TFLOPS，约为 bf16 稠密峰值的一半）：估算中其 FLOPs 按 {weight} 倍计入（按稠密速率折算的 FLOPs）",
 }
