@@ -3,8 +3,8 @@
 AMD's ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X" (2 March 2025): one
 64 GB/s link from each GPU to each of its 7 peers; rccl-tests' all_reduce_perf on all 8 reached a bus bandwidth of
 319 GB/s, 45.57 GB/s a link, and a collective over N GPUs has the N − 1 links to the others. vLLM's custom
-all-reduce, one stage, took 7.18 µs for 2 KB on 4 MI300X (vllm-project/vllm pull request 19744) and 7.07 µs for 4 KB
-on 2 (ROCm/aiter pull request 801): α = 7 µs."""
+all-reduce, one stage, took 7.18 µs for 2 KB on 4 GPUs (vllm-project/vllm pull request 19744) and 7.07 µs for 4 KB
+on 2 (ROCm/aiter pull request 801), both PRs for MI300 (which of MI300X or MI308X is not said): α = 7 µs."""
 
 import os
 

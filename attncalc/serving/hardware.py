@@ -117,7 +117,8 @@ XGMI_RATE = ((0, 1 / 7 * XGMI_BUSBW / 448e9),) + tuple((n, (n - 1) / 7 * XGMI_BU
 # The fixed cost α of one all-reduce step on 8 x MI300X: vLLM's custom all-reduce (one stage, the kernel an engine
 # runs for a decode message) took 7.18 µs for 2 KB on 4 GPUs (vllm-project/vllm pull request 19744, "baseline") and
 # 7.07 µs for 4 KB on 2 (ROCm/aiter pull request 801, "vllm cr"): 7.13 and 6.98 µs once their bytes are taken out at
-# the rates above; RCCL in a graph took 6.0–6.5 µs for 32–128 B on 8 (the blog above). α = 7 µs.
+# the rates above (both PRs are for MI300, the part not named); RCCL in a graph took 6.0–6.5 µs for 32–128 B on 8
+# MI300X (the blog above). α = 7 µs.
 XGMI_ALPHA = 7 * US
 LINKS = {
     "NVLink3": Link("NVLink3", 300e9, 5 * US, achieved=NVLINK_RATE),
