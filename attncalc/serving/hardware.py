@@ -97,7 +97,8 @@ PRESETS = {
 
 # Interconnects, per GPU and per direction, from the same datasheets: A100 "NVLink 600 GB/s", H100 SXM "NVLink
 # 900 GB/s" (both directions added), "PCIe Gen4 64 GB/s", "PCIe Gen5 128 GB/s" (x16, both directions). The latency
-# α of one step of a ring all-reduce is an assumption (docs/cost.md, "Estimates"), not a datasheet figure.
+# α of one step of a ring all-reduce is an assumption over NVLink and PCIe (docs/cost.md, "Estimates"), not a
+# datasheet figure; over xGMI it is measured (XGMI_ALPHA).
 US = 1e-6
 # What a collective reaches of those rates (docs/cost.md, "Link rates"). NVLink: NCCL's maintainer, NVIDIA/nccl-tests
 # issue 212: "450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth
@@ -107,11 +108,23 @@ US = 1e-6
 # of the link's 64 GB/s: 0.55 and 0.44 of the rate, taken for every PCIe generation (the same path through the host).
 NVLINK_RATE = ((0, 370 / 450),)
 PCIE_RATE = ((0, 35 / 64), (5, 28 / 64))
+# xGMI (AMD's ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", 2 March 2025):
+# each GPU has one 64 GB/s link to each of its 7 peers, and a collective over N GPUs uses the N − 1 links to the
+# others ("with only 2 or 4 GPUs, only a fraction of the available bandwidth"). Over all 8, rccl-tests' all_reduce_perf
+# reached a bus bandwidth of 319 GB/s (16 GiB, graph mode) of the 448: 45.6 GB/s a link. Over N GPUs, (N − 1)/7 of it.
+XGMI_BUSBW = 319e9
+XGMI_RATE = ((0, 1 / 7 * XGMI_BUSBW / 448e9),) + tuple((n, (n - 1) / 7 * XGMI_BUSBW / 448e9) for n in range(3, 9))
+# The fixed cost α of one all-reduce step on 8 x MI300X: vLLM's custom all-reduce (one stage, the kernel an engine
+# runs for a decode message) took 7.18 µs for 2 KB on 4 GPUs (vllm-project/vllm pull request 19744, "baseline") and
+# 7.07 µs for 4 KB on 2 (ROCm/aiter pull request 801, "vllm cr"): 7.13 and 6.98 µs once their bytes are taken out at
+# the rates above (both PRs are for MI300, the part not named); RCCL in a graph took 6.0–6.5 µs for 32–128 B on 8
+# MI300X (the blog above). α = 7 µs.
+XGMI_ALPHA = 7 * US
 LINKS = {
     "NVLink3": Link("NVLink3", 300e9, 5 * US, achieved=NVLINK_RATE),
     "NVLink4": Link("NVLink4", 450e9, 5 * US, achieved=NVLINK_RATE),
     "NVLink5": Link("NVLink5", 900e9, 5 * US, achieved=NVLINK_RATE),
-    "xGMI": Link("xGMI", 448e9, 5 * US),
+    "xGMI": Link("xGMI", 448e9, XGMI_ALPHA, achieved=XGMI_RATE),
     "PCIe4": Link("PCIe4", 32e9, 10 * US, peer_to_peer=False, achieved=PCIE_RATE),
     "PCIe5": Link("PCIe5", 64e9, 10 * US, peer_to_peer=False, achieved=PCIE_RATE),
 }
