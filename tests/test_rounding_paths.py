@@ -106,3 +106,22 @@ def test_a_cell_written_finer_than_a_hand_works_adds_its_own_decimals_not_every_
     assert roundings(np.array([2, 3]), 3) == [2, 3, 4, None]  # as written or one more, the screen's, exact
     assert roundings(np.array([2, 300]), 3) == [2, 3, 300, 301, None]
     assert roundings(np.array([0, 4]), 3) == [0, 1, 2, 3, 4, 5, None]
+
+
+def test_a_half_is_a_half_to_float_noise_only():
+    # 1.1 × 0.45 is the float 0.49500000000000005: a hand sees 0.495, a half at 2 decimals (0.50 up, 0.50 even;
+    # 0.1 × 4.45 = 0.44500000000000006: 0.45 up, 0.44 to even); −0.8107499998 lies 2e-10 from a half, far above
+    # float noise: it is −0.8107 at 4 decimals, as the screen says
+    from attncalc.learn.paths import rounded
+    from attncalc.learn.tolerance import written_at
+
+    x = np.array([0.1 * 4.45])
+    assert rounded(x, 2)[0][0] == pytest.approx(0.45) and rounded(x, 2)[1] is True
+    assert rounded(x, 2, up=False)[0][0] == pytest.approx(0.44)
+    low, high = written_at(x, np.array([2.0]), False)
+    assert (low[0], high[0]) == (pytest.approx(0.44), pytest.approx(0.45))
+    x = np.array([-0.8107499998114468])
+    assert rounded(x, 4)[0][0] == pytest.approx(-0.8107) and rounded(x, 4)[1] is False
+    low, high = written_at(x, np.array([4.0]), False)
+    assert low[0] == pytest.approx(-0.8107) and high[0] == pytest.approx(-0.8107)
+    assert f"{x[0]:.4f}" == "-0.8107"

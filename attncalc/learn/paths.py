@@ -20,6 +20,14 @@ MAX_MIXES = 64  # ways of copying the inputs of one step, each at its own decima
 MADE_CELLS = 65536  # a copy, rounding or step result up to this size is kept for the other paths of the call
 
 
+def noise(a: np.ndarray) -> np.ndarray:
+    """How far a ≥ 0 (a number times 10^decimals) may lie from a half or a whole and be one: 1e-9 of the last
+    written digit (a hand working exactly sees 0.5×3.922 = 1.961, not the float's 1.9609999999999999) and 1e-13 of
+    the number (a long float64 sum's noise) — not more: −0.8107499998 is no half at 4 decimals, and the screen
+    writes it −0.8107."""
+    return 1e-9 + 1e-13 * a
+
+
 def rounded(x: np.ndarray, r: int | None, up: bool = True, chop: bool = False) -> tuple[np.ndarray, bool]:
     """(x rounded at r decimals, whether a half was met): halves away from zero as people round, or when not
     `up` to even (a half of the number as written: 0.45 → 0.4, though the float is 0.4500000000000000111);
@@ -29,7 +37,7 @@ def rounded(x: np.ndarray, r: int | None, up: bool = True, chop: bool = False) -
     scale = 10.0**r
     with np.errstate(invalid="ignore", over="ignore"):
         a = np.abs(x) * scale
-        eps = 1e-9 * np.maximum(1.0, a)
+        eps = noise(a)
         if chop:
             return np.copysign(np.floor(a + eps) / scale, x), False
         low = np.floor(a)
@@ -40,7 +48,7 @@ def rounded(x: np.ndarray, r: int | None, up: bool = True, chop: bool = False) -
 
 def half_even(a: np.ndarray) -> np.ndarray:
     """a (≥ 0) rounded to a whole number, a half (within float noise) to the even one."""
-    eps = 1e-9 * np.maximum(1.0, a)
+    eps = noise(a)
     with np.errstate(invalid="ignore"):
         low = np.floor(a)
         tie = np.abs(a - low - 0.5) <= eps

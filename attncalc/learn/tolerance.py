@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from attncalc.inputs.written import decimals, number_of
-from attncalc.learn.paths import Given, half_even, paths, size_of
+from attncalc.learn.paths import Given, half_even, noise, paths, size_of
 
 SLACK = 1e-9  # float noise, relative to max(1, |value|)
 NOISE = (
@@ -79,7 +79,7 @@ def written_at(f: np.ndarray, d: np.ndarray, chop: bool) -> tuple[np.ndarray, np
     scale = 10.0 ** np.asarray(d, float)
     with np.errstate(invalid="ignore", over="ignore"):
         a = np.abs(f) * scale
-        eps = 1e-9 * np.maximum(1.0, a)
+        eps = noise(a)
         if chop:
             low = high = np.floor(a + eps)
         else:

@@ -13,7 +13,7 @@ from attncalc.core.graph import Graph
 from attncalc.core.ops import Scores, Softmax
 from attncalc.errors import InputError
 from attncalc.learn import mistakes as known
-from attncalc.learn.paths import Given, paths, size_of
+from attncalc.learn.paths import Given, noise, paths, size_of
 from attncalc.learn.tolerance import Band, close, written_as
 
 
@@ -99,7 +99,8 @@ def fits(y, f, half, chop: bool) -> np.ndarray:
     if chop:
         unit = 2 * np.asarray(half, float)
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            cut = np.copysign(np.floor(np.abs(f) / unit + 1e-9), f) * unit
+            a = np.abs(f) / unit
+            cut = np.copysign(np.floor(a + noise(a)), f) * unit
         near |= close(y, cut, 1e-6 * unit)
     return near
 
