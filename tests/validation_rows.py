@@ -5,7 +5,8 @@
 held out in issue 37's first session and inspected in its second; the second session's held-out rows (A10, T12,
 T17), whose misses the third session used to choose what to change (link rates, MI300X's bandwidth), so they are
 chosen-from now too. `HELD_OUT` (`FRESH_3`) were collected in the third session before any term changed, and their
-errors were first computed when the model was done. Each row: (key, figure, model config, --gpu, cost options,
+errors were first computed when the model was done. `BATCH_ONE` (docs/cost.md's "Held out, batch 1", source TG) was
+collected in the sixth session under a rule written before any row was costed, and costed once. Each row: (key, figure, model config, --gpu, cost options,
 measured value, source). Figures: `TTFT client` and `TPOT` in ms as a client times a request, `TTFT engine` in ms
 as the engine times its first token, `static s` a static batch's whole run in seconds, `static tok/s/GPU` and
 `static tok/s` that run's output tokens per second, `in-flight tok/s` the output tokens per second of in-flight
