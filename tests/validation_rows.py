@@ -5,7 +5,8 @@
 held out in issue 37's first session and inspected in its second; the second session's held-out rows (A10, T12,
 T17), whose misses the third session used to choose what to change (link rates, MI300X's bandwidth), so they are
 chosen-from now too. `HELD_OUT` (`FRESH_3`) were collected in the third session before any term changed, and their
-errors were first computed when the model was done. Each row: (key, figure, model config, --gpu, cost options,
+errors were first computed when the model was done. `BATCH_ONE` (docs/cost.md's "Held out, batch 1", source TG) was
+collected in the sixth session under a rule written before any row was costed, and costed once. Each row: (key, figure, model config, --gpu, cost options,
 measured value, source). Figures: `TTFT client` and `TPOT` in ms as a client times a request, `TTFT engine` in ms
 as the engine times its first token, `static s` a static batch's whole run in seconds, `static tok/s/GPU` and
 `static tok/s` that run's output tokens per second, `in-flight tok/s` the output tokens per second of in-flight
@@ -267,3 +268,32 @@ def _tr12():
 FRESH_4 = _tr12()  # issue 37's fourth session: held out
 EXAMINED = FIRST_INSPECTED + SECOND_HELD_OUT + FRESH_3  # T09 and VB: inspected in the fourth session
 HELD_OUT = FRESH_4
+
+
+# Issue 37's sixth session: a new held-out group of batch-1 rows on NVIDIA GPUs with tensor parallelism, collected
+# before it was costed, and costed once with the model as it stood on main (no term changed after). The rule, written
+# before any row was costed: a row enters when a copy read here states the engine and its version, the GPU and how
+# many, TP, the weights' and the KV cache's precision, batch (or concurrency) 1, the input and output lengths and the
+# measured figure, for a model with a config here on a GPU with a preset. Left out: speculative decoding (no term
+# for it), precision or parallelism `cost` cannot state (per-module NVFP4, expert parallelism), figures in no copy
+# that could be read (none is taken from memory), and rows whose GPU, version or TP is not stated; docs/cost.md lists
+# each one left out with its reason. No TP8 batch-1 decode row on an NVIDIA GPU passed the rule.
+# [TG] TensorRT-LLM's performance tuning guide (docs/source/legacy/performance/performance-tuning-guide/, NVIDIA/
+# TensorRT-LLM; its benchmark output prints "TensorRT-LLM Version: 0.16.0"): Llama-3.3-70B-Instruct on 4 NVLink-
+# connected H100-SXM-80GB, TP4, `trtllm-bench latency` ("enforces a batch size of 1"), 2,048 -> 2,048 tokens, 100
+# requests after 10 warm-up ones, average TTFT (in-process) and inter-token latency; the four engines its result
+# tables give: the default bf16 engine, the tuned bf16 one ("Tuned FP16 Model"), fp8 weights with the KV cache left
+# bf16 ("by default the KV-Cache is not quantized"), and the tuned fp8 one with an fp8 KV cache.
+TG = "TG"
+TG_ENGINES = (
+    ("bf16-default", {}, 147.6976, 31.3276),
+    ("bf16-tuned", {}, 147.5742, 14.6852),
+    ("fp8-baseline", dict(dtype="fp8", weights_dtype="fp8", kv_dtype="bf16"), 96.1597, 12.4248),
+    ("fp8-tuned", FP8, 88.0162, 10.8225),
+)
+BATCH_ONE = [
+    (f"TG-70B-H100-TP4-{name}", figure, "llama-3-70b.json", "H100-SXM", dict(prompt=2048, generate=2048, tp=4, **prec),
+     value, TG)
+    for name, prec, ttft, itl in TG_ENGINES
+    for figure, value in (("TTFT engine", ttft), ("TPOT", itl))
+]  # fmt: skip
