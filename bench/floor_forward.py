@@ -1,0 +1,214 @@
+"""SmolLM2's (any LLaMA-style safetensors folder's) forward in straight float64 NumPy: bench_floor.py's floor.
+
+    python bench/floor_forward.py MODEL_FOLDER "ID ID …"     # prints the last hidden state as JSON
+
+The same work as `attncalc decoder --model MODEL_FOLDER --ids "…" -f json --only dec_out`, and nothing
+else: no graph, no names, no explanations, no document. Each step is written the cheapest way plain NumPy
+allows, on the two cores the way attncalc uses them (BLAS on one thread; a prompt's rows, or its query
+blocks, split in two halves, the second on one kept helper thread; NumPy's loops release the GIL):
+- reading: config.json, the safetensors header, the weights memory-mapped (float32 as stored), and the
+  vocabulary of tokenizer.json (`json.load`) to name each row's token, as the command's output does;
+- the embedding: the prompt's 512 rows looked up and widened to float64 (never the whole table);
+- per layer: RMSNorm (x · 1/√(mean x² + ε) · w); the layer's seven float32 weights widened to float64
+  once into one reused buffer (each thread widens half); Q, K, V, O, gate, up, down as x·Wᵀ, each thread
+  half of the rows; RoPE on Q and K (rotate-half, cos/sin computed once for all layers); Q scaled by
+  1/√d_k = 1/8 before Q·Kᵀ (a power of two: the same numbers as scaling the scores); per block of 64
+  queries, the grouped heads' scores against the keys up to the block's last query only (K shared by
+  its 3 query heads without a copy), the causal mask on the block's diagonal square, the softmax (max
+  subtracted, e^x, sum, divide), A·V over the same keys; the residual adds in place; SwiGLU
+  (gate / (1 + e^−gate) · up) in place;
+- the final RMSNorm, and the 512 × 576 result written to stdout as JSON (the C encoder of `json.dumps`).
+With --check it also prints the largest difference from transformers' last_hidden_state computed in
+float64 (bench_floor.py --check): the floor computes the same numbers, to rounding.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # BLAS on one thread: the two halves are our threads
+
+import json  # noqa: E402
+import queue  # noqa: E402
+import struct  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+BLOCK = 64  # query rows per attention block
+
+
+class Two:
+    """fn(lo, hi) over 0 … n: the first half here, the second on one kept helper thread; the wall seconds
+    of each kind of step (fn's name) added up in `times`."""
+
+    def __init__(self):
+        self.tasks, self.done, self.times = queue.SimpleQueue(), queue.SimpleQueue(), {}
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            fn, lo, hi = self.tasks.get()
+            try:
+                fn(lo, hi)
+            finally:
+                self.done.put(None)
+
+    def __call__(self, fn, n):
+        start, mid = time.perf_counter(), n // 2
+        self.tasks.put((fn, mid, n))
+        fn(0, mid)
+        self.done.get()
+        self.times[fn.__name__] = self.times.get(fn.__name__, 0.0) + time.perf_counter() - start
+
+
+def read_weights(folder: str) -> dict:
+    """Every tensor of model.safetensors as a float32 array over the memory-mapped file."""
+    path = os.path.join(folder, "model.safetensors")
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+    data = np.memmap(path, np.uint8, "r", offset=8 + size)
+    out = {}
+    for name, t in header.items():
+        if name != "__metadata__":
+            lo, hi = t["data_offsets"]
+            out[name] = data[lo:hi].view(np.float32).reshape(t["shape"])
+    return out
+
+
+def token_names(folder: str, ids: list[int]) -> list[str]:
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        vocab = json.load(f)["model"]["vocab"]
+    names = dict(zip(vocab.values(), vocab.keys()))
+    return [names.get(i, str(i)) for i in ids]
+
+
+def forward(folder: str, ids: list[int], two: Two) -> np.ndarray:
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    w = read_weights(folder)
+    n, d, heads, kv = len(ids), cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    dk, ff, eps = cfg.get("head_dim", d // heads), cfg["intermediate_size"], cfg["rms_norm_eps"]
+    per, theta = heads // kv, (cfg.get("rope_parameters") or cfg)["rope_theta"]
+    x = w["model.embed_tokens.weight"][ids].astype(np.float64)  # [n, d]: the prompt's rows only
+    # RoPE: cos, sin of position · θ^(−2i/d_k), each half of a head's columns the same
+    angle = np.arange(n, dtype=np.float64)[:, None] * (1.0 / theta ** (np.arange(0, dk, 2) / dk))[None, :]
+    cos, sin = np.cos(angle)[:, None, :], np.sin(angle)[:, None, :]  # [n, 1, d_k/2]
+    scale = 1.0 / np.sqrt(dk)  # 1/8 for d_k = 64: Q·(cos, sin)/8 is exactly (Q rotated)/8
+    cos_q, sin_q = cos * scale, sin * scale
+    names = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    parts = ["self_attn"] * 4 + ["mlp"] * 3
+    sizes = [heads * dk * d, kv * dk * d, kv * dk * d, d * heads * dk, ff * d, ff * d, d * ff]
+    wide = np.empty(sum(sizes))  # one layer's weights in float64, reused by every layer
+    h, qkv, o = np.empty((n, d)), np.empty((n, (heads + 2 * kv) * dk)), np.empty((n, heads, dk))
+    gate_up, t = np.empty((n, 2 * ff)), np.empty((n, d))
+    q, k, v = qkv[:, : heads * dk], qkv[:, heads * dk : (heads + kv) * dk], qkv[:, (heads + kv) * dk :]
+    g, u = gate_up[:, :ff], gate_up[:, ff:]
+    scores = np.empty((2, kv * per * BLOCK * n))  # one block of scores per thread
+    tri = np.triu(np.ones((BLOCK, BLOCK), bool), 1)  # the diagonal square's blocked keys
+    starts = list(range(0, n, BLOCK))
+    pairs = [s for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
+
+    def norm(src, weight, dst):
+        def rmsnorm(a, b):
+            xs, ys = src[a:b], dst[a:b]
+            ms = np.einsum("ij,ij->i", xs, xs)[:, None]
+            ms /= d
+            ms += eps
+            np.sqrt(ms, out=ms)
+            np.divide(xs, ms, out=ys)
+            ys *= weight
+
+        two(rmsnorm, n)
+
+    def times(src, weight, dst, add=False):  # dst (+)= src · weightᵀ, each thread half of the rows
+        def products(a, b):
+            if add:
+                dst[a:b] += src[a:b] @ weight.T
+            else:
+                np.matmul(src[a:b], weight.T, out=dst[a:b])
+
+        two(products, n)
+
+    def rotate(m, hs, cos, sin):
+        def rope(a, b):
+            r = m[a:b].reshape(b - a, hs, dk)
+            first, second = r[..., : dk // 2], r[..., dk // 2 :]
+            c, s = cos[a:b], sin[a:b]
+            keep = first * s
+            first *= c
+            first -= second * s
+            second *= c
+            second += keep
+
+        two(rope, n)
+
+    def attention(a, b):
+        for start in pairs[a:b]:
+            stop = start + BLOCK
+            s = scores[int(a > 0)][: heads * BLOCK * stop].reshape(kv, per, BLOCK, stop)  # [kv, per, rows, keys]
+            qb = q[start:stop].reshape(BLOCK, kv, per, dk).transpose(1, 2, 0, 3)
+            kt = k[:stop].reshape(stop, kv, 1, dk).transpose(1, 2, 3, 0)  # [kv, 1, d_k, keys]
+            np.matmul(qb, kt, out=s)
+            diag = s[..., start:stop]
+            np.copyto(diag, -np.inf, where=tri)
+            s -= s.max(axis=-1, keepdims=True)
+            np.exp(s, out=s)
+            s /= s.sum(axis=-1, keepdims=True)
+            vb = v[:stop].reshape(stop, kv, 1, dk).transpose(1, 2, 0, 3)  # [kv, 1, keys, d_k]
+            ob = o[start:stop].reshape(BLOCK, kv, per, dk).transpose(1, 2, 0, 3)
+            np.matmul(s, vb, out=ob)
+
+    ends = np.cumsum([0, *sizes])
+    for layer in range(cfg["num_hidden_layers"]):
+        pre = f"model.layers.{layer}."
+        mats = [w[f"{pre}{p}.{name}.weight"] for p, name in zip(parts, names)]
+        views = [wide[ends[i] : ends[i + 1]].reshape(m.shape) for i, m in enumerate(mats)]
+
+        def widen(a, b):
+            for src, dst in zip(mats, views):
+                half = len(src) // 2
+                lo, hi = (0, half) if a == 0 else (half, len(src))
+                np.copyto(dst[lo:hi], src[lo:hi])
+
+        two(widen, 2)
+        w_qkv = wide[: ends[3]].reshape(-1, d)  # Q, K, V's weights one after the other: one product
+        w_gate_up = wide[ends[4] : ends[6]].reshape(-1, d)  # … and gate's and up's
+        norm(x, w[pre + "input_layernorm.weight"], h)
+        times(h, w_qkv, qkv)
+        rotate(q, heads, cos_q, sin_q)
+        rotate(k, kv, cos, sin)
+        two(attention, len(pairs))
+        times(o.reshape(n, heads * dk), views[3], x, add=True)
+        norm(x, w[pre + "post_attention_layernorm.weight"], h)
+        times(h, w_gate_up, gate_up)
+
+        def swiglu(a, b):
+            gs, us = g[a:b], u[a:b]
+            e = np.negative(gs)
+            np.exp(e, out=e)
+            e += 1.0
+            np.divide(gs, e, out=gs)
+            gs *= us
+
+        two(swiglu, n)
+        times(g, views[6], x, add=True)
+    norm(x, w["model.norm.weight"], t)
+    return t
+
+
+def main() -> int:
+    folder, ids = sys.argv[1], [int(i) for i in sys.argv[2].split()]
+    two = Two()
+    tokens = token_names(folder, ids)
+    out = forward(folder, ids, two)
+    sys.stdout.write(json.dumps({"tokens": tokens, "dec_out": out.tolist()}))
+    sys.stdout.flush()
+    os._exit(0)  # as attncalc's command leaves (cli/options.leave): no interpreter teardown
+
+
+if __name__ == "__main__":
+    main()
