@@ -44,9 +44,12 @@ def matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
         out = np.empty((x.shape[0], w.shape[1]), np.result_type(x, w, np.float64))
         in_two(lambda a, b: _product(x[a:b], w, out[a:b]), x.shape[0], out.size)
         return out
-    if split and x.ndim == 3 and w.ndim == 3 and len(x) == len(w) > 1:
+    if split and x.ndim == 3 and w.ndim == 3 and len(x) == len(w):
         out = np.empty((len(x), x.shape[1], w.shape[2]), np.result_type(x, w, np.float64))
-        in_two(lambda a, b: _product(x[a:b], w[a:b], out[a:b]), len(x), out.size)
+        if len(x) % 2 == 0 or len(x) >= 8:  # half of the stack on each thread
+            in_two(lambda a, b: _product(x[a:b], w[a:b], out[a:b]), len(x), out.size)
+        else:  # one or three products (the query heads of each KV head): half of each one's rows
+            in_two(lambda a, b: _product(x[:, a:b], w, out[:, a:b]), x.shape[1], out.size)
         return out
     return x @ w if w.dtype == x.dtype else widened_matmul(x, w)
 
@@ -119,26 +122,27 @@ ZERO_ROWS = 64  # rows of A per product in without_zero_keys
 
 
 def without_zero_keys(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
-    """out = a · v for stacks of heads ([h, n, m] · [h, m, d] → [h, n, d], `out` any view NumPy's matmul writes
-    into), ZERO_ROWS rows of a at a time, each block multiplying only the keys (columns of a) that some row of
+    """out = a · v for stacks of heads ([h, n, m] · [h, m, d] → [h, n, d], or any stacks NumPy's matmul
+    broadcasts, such as [g, per, n, m] · [g, 1, m, d]; `out` any view it writes into), ZERO_ROWS rows of a at
+    a time, each block multiplying only the keys (columns of a) that some row of
     it does not give weight 0 in every head: a causal mask's softmax is 0 after the block's last query, so a
     512-token forward multiplies 56% of A (and a sliding window's before its first). A dropped term is 0 · v,
     and V is finite: each cell is the same sum without its zero terms, to rounding. The blocks are split
     over two threads (in_two) in pairs from both ends (the first and the last, …): equal work for each
     thread when the blocks grow one block wider each."""
-    rows = a.shape[1]
+    rows = a.shape[-2]
     starts = list(range(0, rows, ZERO_ROWS))
     order = [s for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
 
     def work(first, stop):
         for start in order[first:stop]:
-            block, part = a[:, start : start + ZERO_ROWS], out[:, start : start + ZERO_ROWS]
-            keys = np.flatnonzero(np.logical_or.reduce(block != 0, axis=(0, 1)))
+            block, part = a[..., start : start + ZERO_ROWS, :], out[..., start : start + ZERO_ROWS, :]
+            keys = np.flatnonzero(np.logical_or.reduce(block != 0, axis=tuple(range(a.ndim - 1))))
             if not keys.size:
                 part[...] = 0.0
                 continue
             lo, hi = int(keys[0]), int(keys[-1]) + 1
-            np.matmul(block[:, :, lo:hi], v[:, lo:hi], out=part)
+            np.matmul(block[..., lo:hi], v[..., lo:hi, :], out=part)
 
     in_two(work, len(order), a.size)
 
@@ -151,7 +155,7 @@ def in_two(work, count: int, values: int) -> None:
     (np.errstate is per thread), and its exception is raised here. The other thread is one kept for every
     split (`_second`): a 512-token forward splits 540 times, and a thread started for each cost the
     caller ~60 µs of starting and joining it."""
-    if not two_cores or count < 2 or values < SPLIT_VALUES or threading.current_thread() is _helper.thread:
+    if not two_cores or count < 2 or values < SPLIT_VALUES or _inside.split:  # (a split inside a split: here)
         work(0, count)
         return
     mid, errors, failed = count // 2, np.geterr(), []
@@ -164,9 +168,11 @@ def in_two(work, count: int, values: int) -> None:
             failed.append(e)
 
     done = _second(second)
+    _inside.split = True
     try:
         work(0, mid)
     finally:
+        _inside.split = False
         done.acquire()  # released by the other thread once its half is written
     if failed:
         raise failed[0]
@@ -205,7 +211,15 @@ def _second(fn) -> threading.Lock:
     return done
 
 
+class _Inside(threading.local):
+    split = False  # this thread is running half of a split: a split inside it runs on it whole
+
+
+_inside = _Inside()
+
+
 def _serve() -> None:
+    _inside.split = True
     while True:
         fn, done = _helper.tasks.get()
         try:
