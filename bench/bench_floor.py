@@ -15,8 +15,9 @@ named tensors, no explanations, no document beyond the numbers and the tokens. E
 process (bench_models.run_once: start-up, imports, reading, computing, printing), the three tools
 interleaved (floor, attncalc, transformers, floor, …) so that a machine whose load changes slows them
 alike; the medians, the ratios attncalc/floor (issue 38's goal ≤ 1.2) and attncalc/transformers (≤ 0.75)
-and each one's median CPU seconds. With --parts, the floor's own steps are timed inside one more run
-(beside bench_parts.py's parts of attncalc). --check runs the floor and attncalc once and prints the
+and each one's median CPU seconds. With --parts, the floor's own steps are timed in --runs more runs,
+with bench_parts.py's three clocks (CPU of both threads, wall, the main thread's CPU), beside its parts of
+attncalc. --check runs the floor and attncalc once and prints the
 largest difference between their 512 × 576 results (same float64 work: ~1e-13), and between each and
 transformers' float32 last_hidden_state.
 """
@@ -43,21 +44,24 @@ with torch.no_grad():
 sys.stdout.write(__import__("json").dumps(out.double().numpy().tolist()))
 """
 FLOOR_PARTS = """
-import json, os, sys, time
-start = time.perf_counter()
+import json, os, sys
 sys.path.insert(0, sys.argv[3])
+import time
+start = (time.process_time(), time.perf_counter(), time.thread_time())
 import floor_forward as f
-imported = time.perf_counter()
+since = lambda then: [now - t for now, t in zip(f.clock(), then)]
+parts, begun = {"import numpy": since(start)}, f.clock()
 two = f.Two()
-tokens = f.token_names(sys.argv[1], [int(i) for i in sys.argv[2].split()])
-named = time.perf_counter()
-out = f.forward(sys.argv[1], [int(i) for i in sys.argv[2].split()], two)
-done = time.perf_counter()
-text = json.dumps({"tokens": tokens, "dec_out": out.tolist()})
-parts = {"import numpy": imported - start, "tokenizer's vocabulary": named - imported}
+ids = [int(i) for i in sys.argv[2].split()]
+tokens = f.token_names(sys.argv[1], ids)
+parts["tokenizer's vocabulary"], begun = since(begun), f.clock()
+out = f.forward(sys.argv[1], ids, two)
+forward = since(begun)
 parts.update(two.times)
-parts["rest of the forward (reading, lookup, …)"] = done - named - sum(two.times.values())
-parts["JSON"] = time.perf_counter() - done
+parts["the rest of the forward (reading, lookup)"] = [a - sum(p[k] for p in two.times.values()) for k, a in enumerate(forward)]
+begun = f.clock()
+text = json.dumps({"tokens": tokens, "dec_out": out.tolist()})
+parts["JSON"] = since(begun)
 print(json.dumps(parts))
 """
 
@@ -102,17 +106,19 @@ def references_installed() -> bool:
     return all(importlib.util.find_spec(m) for m in ("torch", "transformers"))
 
 
-def floor_parts(model: str, ids: str) -> None:
-    done = subprocess.run(
-        [bench_models.PY, "-c", FLOOR_PARTS, model, ids, HERE],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=bench_models.ENV,
-    )
-    print("the floor's steps (wall s, one run):")
-    for name, seconds in json.loads(done.stdout).items():
-        print(f"  {name:44} {seconds:7.3f}")
+def floor_parts(model: str, ids: str, runs: int) -> None:
+    """The floor's steps, as bench_parts.py times attncalc's: medians of fresh processes."""
+    found = []
+    for _ in range(runs):
+        argv = [bench_models.PY, "-c", FLOOR_PARTS, model, ids, HERE]
+        found.append(json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout))
+    print(f"the floor's steps, medians of {runs} more runs ({'CPU s':>8} {'wall s':>8} {'main s':>8}):")
+    total = [0.0, 0.0, 0.0]
+    for name in found[0]:
+        median = [statistics.median(run[name][k] for run in found) for k in range(3)]
+        total = [t + m for t, m in zip(total, median)]
+        print(f"  {name:44} {median[0]:8.3f} {median[1]:8.3f} {median[2]:8.3f}")
+    print(f"  {'sum':44} {total[0]:8.3f} {total[1]:8.3f} {total[2]:8.3f}")
 
 
 def main() -> int:
@@ -156,7 +162,7 @@ def main() -> int:
             f"attncalc / transformers = {ratio:.2f} wall, {cpu['attncalc'] / cpu['transformers']:.2f} CPU (goal ≤ 0.75)"
         )
     if args.parts:
-        floor_parts(model, ids)
+        floor_parts(model, ids, args.runs)
     return 0
 
 

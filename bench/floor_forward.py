@@ -41,8 +41,8 @@ BLOCK = 64  # query rows per attention block
 
 
 class Two:
-    """fn(lo, hi) over 0 … n: the first half here, the second on one kept helper thread; the wall seconds
-    of each kind of step (fn's name) added up in `times`."""
+    """fn(lo, hi) over 0 … n: the first half here, the second on one kept helper thread; the seconds of
+    each kind of step (fn's name) added up in `times`, as [CPU, wall, this thread's CPU]."""
 
     def __init__(self):
         self.tasks, self.done, self.times = queue.SimpleQueue(), queue.SimpleQueue(), {}
@@ -57,11 +57,17 @@ class Two:
                 self.done.put(None)
 
     def __call__(self, fn, n):
-        start, mid = time.perf_counter(), n // 2
+        start, mid = clock(), n // 2
         self.tasks.put((fn, mid, n))
         fn(0, mid)
         self.done.get()
-        self.times[fn.__name__] = self.times.get(fn.__name__, 0.0) + time.perf_counter() - start
+        took = [now - then for now, then in zip(clock(), start)]
+        self.times[fn.__name__] = [a + b for a, b in zip(self.times.get(fn.__name__, [0.0] * 3), took)]
+
+
+def clock() -> tuple[float, float, float]:
+    """CPU seconds of every thread, wall seconds, CPU seconds of this thread (bench_parts.py's three)."""
+    return time.process_time(), time.perf_counter(), time.thread_time()
 
 
 def read_weights(folder: str) -> dict:
@@ -104,9 +110,8 @@ def forward(folder: str, ids: list[int], two: Two) -> np.ndarray:
     sizes = [heads * dk * d, kv * dk * d, kv * dk * d, d * heads * dk, ff * d, ff * d, d * ff]
     wide = np.empty(sum(sizes))  # one layer's weights in float64, reused by every layer
     h, qkv, o = np.empty((n, d)), np.empty((n, (heads + 2 * kv) * dk)), np.empty((n, heads, dk))
-    gate_up, t = np.empty((n, 2 * ff)), np.empty((n, d))
+    g, u, h2, t = np.empty((n, ff)), np.empty((n, ff)), np.empty((n, ff)), np.empty((n, d))
     q, k, v = qkv[:, : heads * dk], qkv[:, heads * dk : (heads + kv) * dk], qkv[:, (heads + kv) * dk :]
-    g, u = gate_up[:, :ff], gate_up[:, ff:]
     scores = np.empty((2, kv * per * BLOCK * n))  # one block of scores per thread
     tri = np.triu(np.ones((BLOCK, BLOCK), bool), 1)  # the diagonal square's blocked keys
     starts = list(range(0, n, BLOCK))
@@ -176,7 +181,6 @@ def forward(folder: str, ids: list[int], two: Two) -> np.ndarray:
 
         two(widen, 2)
         w_qkv = wide[: ends[3]].reshape(-1, d)  # Q, K, V's weights one after the other: one product
-        w_gate_up = wide[ends[4] : ends[6]].reshape(-1, d)  # … and gate's and up's
         norm(x, w[pre + "input_layernorm.weight"], h)
         times(h, w_qkv, qkv)
         rotate(q, heads, cos_q, sin_q)
@@ -184,11 +188,12 @@ def forward(folder: str, ids: list[int], two: Two) -> np.ndarray:
         two(attention, len(pairs))
         times(o.reshape(n, heads * dk), views[3], x, add=True)
         norm(x, w[pre + "post_attention_layernorm.weight"], h)
-        times(h, w_gate_up, gate_up)
+        times(h, views[4], g)  # (gate and up apart: SwiGLU reads them as contiguous rows)
+        times(h, views[5], u)
 
         def swiglu(a, b):
-            gs, us = g[a:b], u[a:b]
-            e = np.negative(gs)
+            gs, us, e = g[a:b], u[a:b], h2[a:b]
+            np.negative(gs, out=e)
             np.exp(e, out=e)
             e += 1.0
             np.divide(gs, e, out=gs)

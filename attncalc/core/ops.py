@@ -16,7 +16,16 @@ import math
 import numpy as np
 
 from attncalc.core.expansion import Call, Expansion, Note, Written, given, sum_of, sum_of_products
-from attncalc.core.products import in_two, matmul, on_demand, rows_of, rowwise, times_rows, without_zero_keys
+from attncalc.core.products import (
+    in_two,
+    matmul,
+    on_demand,
+    rows_of,
+    rowwise,
+    splits,
+    times_rows,
+    without_zero_keys,
+)
 from attncalc.errors import InputError
 
 
@@ -277,14 +286,26 @@ class Mask(Op):
 SHIFT_ABOVE = 3.0
 
 
-SOFTMAX_ROWS = 64  # a softmax works 64 rows at a time (256 KiB of a 512-key row block: in L2)
+SOFTMAX_ROWS = 64  # a softmax works 64 query rows at a time (of every head at once when there are several blocks)
 
 
 def _finite_columns(x: np.ndarray) -> tuple[int, int]:
-    """(lo, hi): every column of x outside lo … hi is −∞ in every row (a causal mask blocks the keys after
-    a block of queries, a sliding window those before). NaN counts as finite: it is computed, and refused."""
-    found = np.flatnonzero(np.maximum.reduce(x, axis=0) != -np.inf)
+    """(lo, hi): every column of x ([..., rows, m]) outside lo … hi is −∞ in every row (a causal mask blocks
+    the keys after a block of queries, a sliding window those before). NaN counts as finite: it is computed,
+    and refused. When the first and the last column hold a finite number, that is all of them, read from
+    those two columns alone (a block of core/row_blocks.py's, narrowed to its keys already)."""
+    m = x.shape[-1]
+    if m and (x[..., 0] != -np.inf).any() and (x[..., m - 1] != -np.inf).any():
+        return 0, m
+    found = np.flatnonzero(np.maximum.reduce(x, axis=tuple(range(x.ndim - 1))) != -np.inf)
     return (int(found[0]), int(found[-1]) + 1) if found.size else (0, 0)
+
+
+def row_block_order(n: int, rows: int) -> list[slice]:
+    """Blocks of `rows` rows of 0 … n, in pairs from both ends (the first and the last, …): split in two
+    halves (in_two), each thread gets equal work when the blocks of a causal mask grow one block wider each."""
+    starts = list(range(0, n, rows))
+    return [slice(s, s + rows) for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
 
 
 class Softmax(Op):
@@ -297,20 +318,22 @@ class Softmax(Op):
     def compute(self, s, reuse=False):
         s = np.asarray(s, dtype=float)
         e = s if reuse and s.flags.c_contiguous else np.empty(s.shape)  # one h·n² buffer, worked in place
-        rows = s.reshape(-1, s.shape[-1])
-        out = e.reshape(rows.shape)
-        count = -(-rows.shape[0] // SOFTMAX_ROWS) if rows.size else 0
+        n, m = s.shape[-2:] if s.ndim >= 2 else (1, s.shape[-1])
+        stacks, out = s.reshape(-1, n, m), e.reshape(-1, n, m)  # [heads, n, m]
+        blocks = row_block_order(n, SOFTMAX_ROWS)  # each block: those rows of every head at once, or …
+        parts = [(slice(None), b) for b in blocks]
+        if len(blocks) == 1 and len(stacks) > 1 and splits(s.size):  # … one block of rows: a head at a time
+            parts = [(slice(h, h + 1), blocks[0]) for h in range(len(stacks))]
 
         def work(start, stop):
-            for b in range(start, stop):
-                part = slice(b * SOFTMAX_ROWS, (b + 1) * SOFTMAX_ROWS)
-                x, y = rows[part], out[part]
+            for heads, part in parts[start:stop]:
+                x, y = stacks[heads, part], out[heads, part]
                 lo, hi = _finite_columns(x)  # e^−∞ = 0 outside: no exp for them
-                y[:, :lo] = 0.0
-                y[:, hi:] = 0.0
+                y[..., :lo] = 0.0
+                y[..., hi:] = 0.0
                 if lo == hi:
                     continue  # every key blocked: zeros, never NaN
-                x, z = x[:, lo:hi], y[:, lo:hi]
+                x, z = x[..., lo:hi], y[..., lo:hi]
                 top = np.maximum.reduce(x, axis=-1, keepdims=True)
                 top[~np.isfinite(top)] = 0.0  # a fully blocked row: every e^−∞ is 0 …
                 np.subtract(x, top, out=z)
@@ -319,7 +342,7 @@ class Softmax(Op):
                 total[total == 0] = 1.0  # … and 0 / 1 stays 0, never NaN
                 np.divide(z, total, out=z)
 
-        in_two(work, count, rows.size)
+        in_two(work, len(parts), s.size)
         return e
 
     def explain(self, xs, idx, g):
@@ -351,18 +374,22 @@ class Attend(Op):
     def __init__(self, heads=1, kv_heads=1):
         self.h, self.g = heads, kv_heads
 
-    def _split(self, a, v):
+    def _checked(self, a, v):
+        """A as [h, n, m] (one head's [n, m] too), and d_v, once the shapes agree."""
         a3 = a[None] if a.ndim == 2 else a
         _need(a3.shape[0] == self.h, "A", f"{self.h} heads", str(a3.shape[0]))
         _need(a3.shape[2] == v.shape[0], "A", f"{v.shape[0]} columns (one per row of V)", str(a3.shape[2]))
         _need(v.shape[1] % self.g == 0, "V", f"columns divisible by kv_heads={self.g}", str(v.shape[1]))
-        dv = v.shape[1] // self.g
+        return a3, v.shape[1] // self.g
+
+    def _split(self, a, v):
+        a3, dv = self._checked(a, v)
         vh = np.repeat(v.reshape(v.shape[0], self.g, dv).transpose(1, 0, 2), self.h // self.g, axis=0)
         return a3, vh, dv
 
     def compute(self, a, v):
-        a3, _, dv = self._split(a[..., :0, :], v)  # (the shapes checked)
-        n, m, per = a.shape[-2], v.shape[0], self.h // self.g
+        a3, dv = self._checked(a, v)
+        n, m, per = a3.shape[1], v.shape[0], self.h // self.g
         o = np.empty((n, self.g, per, dv))  # [n, h, d_v]: the heads concatenated, each head's rows written
         # each KV head's V read in place by its query heads (broadcast, no copy per query head)
         vg = v.reshape(m, self.g, 1, dv).transpose(1, 2, 0, 3)  # [g, 1, m, d_v]

@@ -71,7 +71,7 @@ def widened_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) 
     values = PROMPT_BUFFER_VALUES if x.shape[0] >= PARALLEL_ROWS else BUFFER_VALUES
     block = max(ALIGN, values // max(d, 1) // ALIGN * ALIGN)
     if block >= m:
-        return np.matmul(x, w.astype(np.float64), out=out)
+        return np.matmul(x, _widened(w), out=out)
     # the buffer is laid out like w, so that copying a block of its columns is one contiguous sweep
     order = "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
     buffer = np.empty((d, block + ALIGN), np.float64, order=order)
@@ -86,6 +86,27 @@ def widened_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) 
         np.matmul(x, part, out=out[:, start : start + width])
         start += width
     return out
+
+
+class _Kept(threading.local):
+    buffer: np.ndarray | None = None  # this thread's float64 copy of the last weight it widened whole
+
+
+_kept = _Kept()
+
+
+def _widened(w: np.ndarray) -> np.ndarray:
+    """w (float32, at most PROMPT_BUFFER_VALUES values) widened exactly to float64, laid out as w is (the
+    product then runs the same BLAS kernel as on `w.astype(float64)`: the same numbers), in a buffer this
+    thread keeps: a 512-token forward widens 210 weights on each thread, and a fresh array for each is
+    fresh memory for the kernel to fault in and the allocator to return (up to 32 MiB kept a thread)."""
+    buffer = _kept.buffer
+    if buffer is None or buffer.size < w.size:
+        buffer = _kept.buffer = np.empty(w.size)
+    order = "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
+    wide = buffer[: w.size].reshape(w.shape, order=order)
+    np.copyto(wide, w)
+    return wide
 
 
 def on_demand(value) -> bool:
@@ -137,14 +158,29 @@ def without_zero_keys(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
     def work(first, stop):
         for start in order[first:stop]:
             block, part = a[..., start : start + ZERO_ROWS, :], out[..., start : start + ZERO_ROWS, :]
-            keys = np.flatnonzero(np.logical_or.reduce(block != 0, axis=tuple(range(a.ndim - 1))))
-            if not keys.size:
+            lo, hi = _weighed_keys(block)
+            if lo == hi:
                 part[...] = 0.0
                 continue
-            lo, hi = int(keys[0]), int(keys[-1]) + 1
             np.matmul(block[..., lo:hi], v[..., lo:hi, :], out=part)
 
     in_two(work, len(order), a.size)
+
+
+def splits(values: int) -> bool:
+    """Whether in_two would give half of work touching `values` values to the other thread, here and now."""
+    return two_cores and values >= SPLIT_VALUES and not _inside.split
+
+
+def _weighed_keys(block: np.ndarray) -> tuple[int, int]:
+    """(lo, hi): the columns (keys) of block ([..., rows, m]) outside lo … hi are 0 in every row; read from the
+    first and the last column alone when both hold a weight (a block of core/row_blocks.py's, narrowed to its
+    keys already)."""
+    m = block.shape[-1]
+    if m and block[..., 0].any() and block[..., m - 1].any():
+        return 0, m
+    keys = np.flatnonzero(np.logical_or.reduce((block != 0).reshape(-1, m), axis=0))
+    return (int(keys[0]), int(keys[-1]) + 1) if keys.size else (0, 0)
 
 
 def in_two(work, count: int, values: int) -> None:
@@ -155,7 +191,7 @@ def in_two(work, count: int, values: int) -> None:
     (np.errstate is per thread), and its exception is raised here. The other thread is one kept for every
     split (`_second`): a 512-token forward splits 540 times, and a thread started for each cost the
     caller ~60 µs of starting and joining it."""
-    if not two_cores or count < 2 or values < SPLIT_VALUES or _inside.split:  # (a split inside a split: here)
+    if count < 2 or not splits(values):  # (a split inside a split: here)
         work(0, count)
         return
     mid, errors, failed = count // 2, np.geterr(), []
