@@ -42,7 +42,10 @@ def matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     split = two_cores and x.ndim >= 2 and x.shape[-2] >= PARALLEL_ROWS
     if split and x.ndim == 2 and w.ndim == 2:
         out = np.empty((x.shape[0], w.shape[1]), np.result_type(x, w, np.float64))
-        in_two(lambda a, b: _product(x[a:b], w, out[a:b]), x.shape[0], out.size)
+        if w.dtype == np.float32 and x.dtype == np.float64 and _whole(x.shape[0] // 2, w) and splits(out.size):
+            _widened_by_both(x, w, out)
+        else:
+            in_two(lambda a, b: _product(x[a:b], w, out[a:b]), x.shape[0], out.size)
         return out
     if split and x.ndim == 3 and w.ndim == 3 and len(x) == len(w):
         out = np.empty((len(x), x.shape[1], w.shape[2]), np.result_type(x, w, np.float64))
@@ -70,8 +73,10 @@ def widened_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) 
     d, m = w.shape
     values = PROMPT_BUFFER_VALUES if x.shape[0] >= PARALLEL_ROWS else BUFFER_VALUES
     block = max(ALIGN, values // max(d, 1) // ALIGN * ALIGN)
-    if block >= m:
-        return np.matmul(x, _widened(w), out=out)
+    if _whole(x.shape[0], w):
+        wide = _kept_buffer(w)
+        np.copyto(wide, w)
+        return np.matmul(x, wide, out=out)
     # the buffer is laid out like w, so that copying a block of its columns is one contiguous sweep
     order = "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
     buffer = np.empty((d, block + ALIGN), np.float64, order=order)
@@ -95,18 +100,43 @@ class _Kept(threading.local):
 _kept = _Kept()
 
 
-def _widened(w: np.ndarray) -> np.ndarray:
-    """w (float32, at most PROMPT_BUFFER_VALUES values) widened exactly to float64, laid out as w is (the
-    product then runs the same BLAS kernel as on `w.astype(float64)`: the same numbers), in a buffer this
-    thread keeps: a 512-token forward widens 210 weights on each thread, and a fresh array for each is
-    fresh memory for the kernel to fault in and the allocator to return (up to 32 MiB kept a thread)."""
+def _whole(rows: int, w: np.ndarray) -> bool:
+    """Whether widened_matmul widens all of w at once for a product of `rows` rows (else a block at a time)."""
+    d, m = w.shape
+    values = PROMPT_BUFFER_VALUES if rows >= PARALLEL_ROWS else BUFFER_VALUES
+    return max(ALIGN, values // max(d, 1) // ALIGN * ALIGN) >= m
+
+
+def _kept_buffer(w: np.ndarray) -> np.ndarray:
+    """A float64 array shaped and laid out as w (the product then runs the same BLAS kernel as on
+    `w.astype(float64)`: the same numbers), in a buffer this thread keeps: a 512-token forward widens 210
+    weights, and a fresh array for each is fresh memory for the kernel to fault in and the allocator to
+    return (at most PROMPT_BUFFER_VALUES values, 32 MiB, kept a thread)."""
     buffer = _kept.buffer
     if buffer is None or buffer.size < w.size:
         buffer = _kept.buffer = np.empty(w.size)
     order = "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
-    wide = buffer[: w.size].reshape(w.shape, order=order)
-    np.copyto(wide, w)
-    return wide
+    return buffer[: w.size].reshape(w.shape, order=order)
+
+
+def _widened_by_both(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+    """out = x · w for float32 w widened whole, on two threads (in_two): each widens half of w's columns into
+    one float64 copy (the calling thread's kept buffer) and, once both halves are in, multiplies its half of
+    the rows by all of it. w is widened once, not once a thread; each row is the product of one call, by the
+    same widened weight, as on one thread."""
+    wide, half, both = _kept_buffer(w), w.shape[1] // 2, threading.Barrier(2)
+
+    def work(a, b):
+        columns = slice(0, half) if a == 0 else slice(half, None)
+        try:
+            np.copyto(wide[:, columns], w[:, columns])
+        except BaseException:
+            both.abort()  # the other thread's wait raises instead of waiting for ever
+            raise
+        both.wait()
+        np.matmul(x[a:b], wide, out=out[a:b])
+
+    in_two(work, x.shape[0], out.size)
 
 
 def on_demand(value) -> bool:
