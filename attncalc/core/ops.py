@@ -20,6 +20,7 @@ from attncalc.core.products import (
     in_two,
     matmul,
     on_demand,
+    row_block_order,
     rows_of,
     rowwise,
     splits,
@@ -299,13 +300,6 @@ def _finite_columns(x: np.ndarray) -> tuple[int, int]:
         return 0, m
     found = np.flatnonzero(np.maximum.reduce(x, axis=tuple(range(x.ndim - 1))) != -np.inf)
     return (int(found[0]), int(found[-1]) + 1) if found.size else (0, 0)
-
-
-def row_block_order(n: int, rows: int) -> list[slice]:
-    """Blocks of `rows` rows of 0 … n, in pairs from both ends (the first and the last, …): split in two
-    halves (in_two), each thread gets equal work when the blocks of a causal mask grow one block wider each."""
-    starts = list(range(0, n, rows))
-    return [slice(s, s + rows) for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
 
 
 class Softmax(Op):

@@ -181,13 +181,11 @@ def without_zero_keys(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
     and V is finite: each cell is the same sum without its zero terms, to rounding. The blocks are split
     over two threads (in_two) in pairs from both ends (the first and the last, …): equal work for each
     thread when the blocks grow one block wider each."""
-    rows = a.shape[-2]
-    starts = list(range(0, rows, ZERO_ROWS))
-    order = [s for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
+    order = row_block_order(a.shape[-2], ZERO_ROWS)
 
     def work(first, stop):
-        for start in order[first:stop]:
-            block, part = a[..., start : start + ZERO_ROWS, :], out[..., start : start + ZERO_ROWS, :]
+        for rows in order[first:stop]:
+            block, part = a[..., rows, :], out[..., rows, :]
             lo, hi = _weighed_keys(block)
             if lo == hi:
                 part[...] = 0.0
@@ -200,6 +198,13 @@ def without_zero_keys(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
 def splits(values: int) -> bool:
     """Whether in_two would give half of work touching `values` values to the other thread, here and now."""
     return two_cores and values >= SPLIT_VALUES and not _inside.split
+
+
+def row_block_order(n: int, rows: int) -> list[slice]:
+    """Blocks of `rows` rows of 0 … n, in pairs from both ends (the first and the last, …): split in two
+    halves (in_two), each thread gets equal work when the blocks of a causal mask grow one block wider each."""
+    starts = list(range(0, n, rows))
+    return [slice(s, s + rows) for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
 
 
 def _weighed_keys(block: np.ndarray) -> tuple[int, int]:

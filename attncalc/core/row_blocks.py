@@ -9,8 +9,8 @@ keys its mask blocks for every one of its queries (a causal mask: every key afte
 query), which the softmax gives weight 0 and A·V multiplies by 0: their scores are never computed, and
 a 512-token forward computes 56% of each head's Q·Kᵀ. Every kept cell is the same arithmetic over the
 same numbers; a softmax row's sum runs over its visible keys only, not their zeros too, so A and O agree
-with the step-by-step evaluation to rounding. The blocks are split over two threads (in_two) in pairs
-from both ends, equal work for each thread when the blocks grow one block wider each.
+with the step-by-step evaluation to rounding. The blocks are split over two threads (in_two), in
+pairs from both ends (products.row_block_order).
 
 The ops say what they are to the chain by `row_blocks` ("scores", "scale", "mask", "softmax", "attend"),
 and an op that reads only the shape of its input (the mask matrix, from the scores) by `shape_only`.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attncalc.core.products import in_two
+from attncalc.core.products import in_two, row_block_order
 
 ROWS = 64  # query rows per block: a multiple of the softmax's and A·V's own blocks (64)
 MIDDLE = ("scale", "mask", "softmax")
@@ -87,12 +87,10 @@ def run(nodes: dict, chain: tuple[str, ...], cache: dict, compute) -> np.ndarray
     masks = [cache[nodes[c].inputs[1]] for c in chain if _role(nodes[c]) == "mask"]
     n, m = q.shape[0], k.shape[0]
     out = np.empty((n, last.op.h * (v.shape[1] // last.op.g)))
-    starts = list(range(0, n, ROWS))
-    order = [s for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
+    order = row_block_order(n, ROWS)
 
     def work(a, b):
-        for start in order[a:b]:
-            rows = slice(start, start + ROWS)
+        for rows in order[a:b]:
             lo, hi = _keys(masks, rows, m)
             if lo == hi:  # every key blocked for every query: the softmax's zeros, times V
                 out[rows] = 0.0
