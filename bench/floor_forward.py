@@ -103,53 +103,63 @@ def token_names(folder: str, ids: list[int]) -> list[str]:
     return [names.get(i, str(i)) for i in ids]
 
 
-def forward(folder: str, ids: list[int], two: Two) -> np.ndarray:
-    with open(os.path.join(folder, "config.json")) as f:
-        cfg = json.load(f)
-    w = read_weights(folder)
-    n, d, heads, kv = len(ids), cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    dk, ff, eps = cfg.get("head_dim", d // heads), cfg["intermediate_size"], cfg["rms_norm_eps"]
-    per, theta = heads // kv, (cfg.get("rope_parameters") or cfg)["rope_theta"]
-    x = w["model.embed_tokens.weight"][ids].astype(np.float64)  # [n, d]: the prompt's rows only
-    # RoPE: cos, sin of position · θ^(−2i/d_k), each half of a head's columns the same
-    angle = np.arange(n, dtype=np.float64)[:, None] * (1.0 / theta ** (np.arange(0, dk, 2) / dk))[None, :]
-    cos, sin = np.cos(angle)[:, None, :], np.sin(angle)[:, None, :]  # [n, 1, d_k/2]
-    scale = 1.0 / np.sqrt(dk)  # 1/8 for d_k = 64: Q·(cos, sin)/8 is exactly (Q rotated)/8
-    cos_q, sin_q = cos * scale, sin * scale
-    names = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    parts = ["self_attn"] * 4 + ["mlp"] * 3
-    sizes = [heads * dk * d, kv * dk * d, kv * dk * d, d * heads * dk, ff * d, ff * d, d * ff]
-    wide = np.empty(sum(sizes))  # one layer's weights in float64, reused by every layer
-    h, qkv, o = np.empty((n, d)), np.empty((n, (heads + 2 * kv) * dk)), np.empty((n, heads, dk))
-    g, u, h2, t = np.empty((n, ff)), np.empty((n, ff)), np.empty((n, ff)), np.empty((n, d))
-    q, k, v = qkv[:, : heads * dk], qkv[:, heads * dk : (heads + kv) * dk], qkv[:, (heads + kv) * dk :]
-    scores = np.empty((2, kv * per * BLOCK * n))  # one block of scores per thread
-    tri = np.triu(np.ones((BLOCK, BLOCK), bool), 1)  # the diagonal square's blocked keys
-    starts = list(range(0, n, BLOCK))
-    pairs = [s for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
+class Floor:
+    """One prompt's forward: the model's shapes, the buffers every layer reuses, and each step on two threads."""
 
-    def norm(src, weight, dst):
+    NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    PARTS = ("self_attn",) * 4 + ("mlp",) * 3
+
+    def __init__(self, cfg: dict, n: int, two: Two):
+        self.two, self.n, d = two, n, cfg["hidden_size"]
+        heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+        self.d, self.heads, self.kv, self.per = d, heads, kv, heads // kv
+        self.dk, ff, self.eps = cfg.get("head_dim", d // heads), cfg["intermediate_size"], cfg["rms_norm_eps"]
+        dk, theta = self.dk, (cfg.get("rope_parameters") or cfg)["rope_theta"]
+        # RoPE: cos, sin of position · θ^(−2i/d_k), each half of a head's columns the same
+        angle = np.arange(n, dtype=np.float64)[:, None] * (1.0 / theta ** (np.arange(0, dk, 2) / dk))[None, :]
+        self.cos, self.sin = np.cos(angle)[:, None, :], np.sin(angle)[:, None, :]  # [n, 1, d_k/2]
+        scale = 1.0 / np.sqrt(dk)  # 1/8 for d_k = 64: Q·(cos, sin)/8 is exactly (Q rotated)/8
+        self.cos_q, self.sin_q = self.cos * scale, self.sin * scale
+        sizes = [heads * dk * d, kv * dk * d, kv * dk * d, d * heads * dk, ff * d, ff * d, d * ff]
+        self.ends = np.cumsum([0, *sizes])
+        self.wide = np.empty(self.ends[-1])  # one layer's weights in float64, reused by every layer
+        self.h, self.qkv, self.o = np.empty((n, d)), np.empty((n, (heads + 2 * kv) * dk)), np.empty((n, heads, dk))
+        self.g, self.u, self.e, self.t = np.empty((n, ff)), np.empty((n, ff)), np.empty((n, ff)), np.empty((n, d))
+        qkv = self.qkv
+        self.q, self.k, self.v = (
+            qkv[:, : heads * dk],
+            qkv[:, heads * dk : (heads + kv) * dk],
+            qkv[:, (heads + kv) * dk :],
+        )
+        self.scores = np.empty((2, heads * BLOCK * n))  # one block of scores per thread
+        self.tri = np.triu(np.ones((BLOCK, BLOCK), bool), 1)  # the diagonal square's blocked keys
+        starts = list(range(0, n, BLOCK))
+        self.pairs = [s for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
+
+    def norm(self, src, weight, dst):
         def rmsnorm(a, b):
             xs, ys = src[a:b], dst[a:b]
             ms = np.einsum("ij,ij->i", xs, xs)[:, None]
-            ms /= d
-            ms += eps
+            ms /= self.d
+            ms += self.eps
             np.sqrt(ms, out=ms)
             np.divide(xs, ms, out=ys)
             ys *= weight
 
-        two(rmsnorm, n)
+        self.two(rmsnorm, self.n)
 
-    def times(src, weight, dst, add=False):  # dst (+)= src · weightᵀ, each thread half of the rows
+    def times(self, src, weight, dst, add=False):  # dst (+)= src · weightᵀ, each thread half of the rows
         def products(a, b):
             if add:
                 dst[a:b] += src[a:b] @ weight.T
             else:
                 np.matmul(src[a:b], weight.T, out=dst[a:b])
 
-        two(products, n)
+        self.two(products, self.n)
 
-    def rotate(m, hs, cos, sin):
+    def rotate(self, m, hs, cos, sin):
+        dk = self.dk
+
         def rope(a, b):
             r = m[a:b].reshape(b - a, hs, dk)
             first, second = r[..., : dk // 2], r[..., dk // 2 :]
@@ -160,29 +170,31 @@ def forward(folder: str, ids: list[int], two: Two) -> np.ndarray:
             second *= c
             second += keep
 
-        two(rope, n)
+        self.two(rope, self.n)
 
-    def attention(a, b):
-        for start in pairs[a:b]:
-            stop = start + BLOCK
-            s = scores[int(a > 0)][: heads * BLOCK * stop].reshape(kv, per, BLOCK, stop)  # [kv, per, rows, keys]
-            qb = q[start:stop].reshape(BLOCK, kv, per, dk).transpose(1, 2, 0, 3)
-            kt = k[:stop].reshape(stop, kv, 1, dk).transpose(1, 2, 3, 0)  # [kv, 1, d_k, keys]
-            np.matmul(qb, kt, out=s)
-            diag = s[..., start:stop]
-            np.copyto(diag, -np.inf, where=tri)
-            s -= s.max(axis=-1, keepdims=True)
-            np.exp(s, out=s)
-            s /= s.sum(axis=-1, keepdims=True)
-            vb = v[:stop].reshape(stop, kv, 1, dk).transpose(1, 2, 0, 3)  # [kv, 1, keys, d_k]
-            ob = o[start:stop].reshape(BLOCK, kv, per, dk).transpose(1, 2, 0, 3)
-            np.matmul(s, vb, out=ob)
+    def attention(self):
+        kv, per, dk, q, k, v = self.kv, self.per, self.dk, self.q, self.k, self.v
 
-    ends = np.cumsum([0, *sizes])
-    for layer in range(cfg["num_hidden_layers"]):
-        pre = f"model.layers.{layer}."
-        mats = [w[f"{pre}{p}.{name}.weight"] for p, name in zip(parts, names)]
-        views = [wide[ends[i] : ends[i + 1]].reshape(m.shape) for i, m in enumerate(mats)]
+        def attention(a, b):
+            for start in self.pairs[a:b]:
+                stop = start + BLOCK
+                s = self.scores[int(a > 0)][: self.heads * BLOCK * stop].reshape(kv, per, BLOCK, stop)
+                qb = q[start:stop].reshape(BLOCK, kv, per, dk).transpose(1, 2, 0, 3)  # [kv, per, rows, d_k]
+                kt = k[:stop].reshape(stop, kv, 1, dk).transpose(1, 2, 3, 0)  # [kv, 1, d_k, keys]
+                np.matmul(qb, kt, out=s)
+                np.copyto(s[..., start:stop], -np.inf, where=self.tri)
+                s -= s.max(axis=-1, keepdims=True)
+                np.exp(s, out=s)
+                s /= s.sum(axis=-1, keepdims=True)
+                vb = v[:stop].reshape(stop, kv, 1, dk).transpose(1, 2, 0, 3)  # [kv, 1, keys, d_k]
+                np.matmul(s, vb, out=self.o[start:stop].reshape(BLOCK, kv, per, dk).transpose(1, 2, 0, 3))
+
+        self.two(attention, len(self.pairs))
+
+    def widen(self, w: dict, layer: int) -> list[np.ndarray]:
+        """The layer's seven weights widened into `wide`, each thread half of each."""
+        mats = [w[f"model.layers.{layer}.{p}.{name}.weight"] for p, name in zip(self.PARTS, self.NAMES)]
+        views = [self.wide[self.ends[i] : self.ends[i + 1]].reshape(m.shape) for i, m in enumerate(mats)]
 
         def widen(a, b):
             for src, dst in zip(mats, views):
@@ -190,30 +202,44 @@ def forward(folder: str, ids: list[int], two: Two) -> np.ndarray:
                 lo, hi = (0, half) if a == 0 else (half, len(src))
                 np.copyto(dst[lo:hi], src[lo:hi])
 
-        two(widen, 2)
-        w_qkv = wide[: ends[3]].reshape(-1, d)  # Q, K, V's weights one after the other: one product
-        norm(x, w[pre + "input_layernorm.weight"], h)
-        times(h, w_qkv, qkv)
-        rotate(q, heads, cos_q, sin_q)
-        rotate(k, kv, cos, sin)
-        two(attention, len(pairs))
-        times(o.reshape(n, heads * dk), views[3], x, add=True)
-        norm(x, w[pre + "post_attention_layernorm.weight"], h)
-        times(h, views[4], g)  # (gate and up apart: SwiGLU reads them as contiguous rows)
-        times(h, views[5], u)
+        self.two(widen, 2)
+        return views
+
+    def layer(self, x: np.ndarray, w: dict, layer: int) -> None:
+        views, pre = self.widen(w, layer), f"model.layers.{layer}."
+        self.norm(x, w[pre + "input_layernorm.weight"], self.h)
+        self.times(self.h, self.wide[: self.ends[3]].reshape(-1, self.d), self.qkv)  # Q, K, V: one product
+        self.rotate(self.q, self.heads, self.cos_q, self.sin_q)
+        self.rotate(self.k, self.kv, self.cos, self.sin)
+        self.attention()
+        self.times(self.o.reshape(self.n, -1), views[3], x, add=True)
+        self.norm(x, w[pre + "post_attention_layernorm.weight"], self.h)
+        self.times(self.h, views[4], self.g)  # (gate and up apart: SwiGLU reads them as contiguous rows)
+        self.times(self.h, views[5], self.u)
+        g, u, e = self.g, self.u, self.e
 
         def swiglu(a, b):
-            gs, us, e = g[a:b], u[a:b], h2[a:b]
-            np.negative(gs, out=e)
-            np.exp(e, out=e)
-            e += 1.0
-            np.divide(gs, e, out=gs)
+            gs, us, es = g[a:b], u[a:b], e[a:b]
+            np.negative(gs, out=es)
+            np.exp(es, out=es)
+            es += 1.0
+            np.divide(gs, es, out=gs)
             gs *= us
 
-        two(swiglu, n)
-        times(g, views[6], x, add=True)
-    norm(x, w["model.norm.weight"], t)
-    return t
+        self.two(swiglu, self.n)
+        self.times(g, views[6], x, add=True)
+
+
+def forward(folder: str, ids: list[int], two: Two) -> np.ndarray:
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    w = read_weights(folder)
+    floor = Floor(cfg, len(ids), two)
+    x = w["model.embed_tokens.weight"][ids].astype(np.float64)  # [n, d]: the prompt's rows only
+    for layer in range(cfg["num_hidden_layers"]):
+        floor.layer(x, w, layer)
+    floor.norm(x, w["model.norm.weight"], floor.t)
+    return floor.t
 
 
 def main() -> int:

@@ -17,6 +17,7 @@ import numpy as np
 
 from attncalc.core.expansion import Call, Expansion, Note, Written, given, sum_of, sum_of_products
 from attncalc.core.products import (
+    finite_span,
     in_two,
     matmul,
     on_demand,
@@ -290,18 +291,6 @@ SHIFT_ABOVE = 3.0
 SOFTMAX_ROWS = 64  # a softmax works 64 query rows at a time (of every head at once when there are several blocks)
 
 
-def _finite_columns(x: np.ndarray) -> tuple[int, int]:
-    """(lo, hi): every column of x ([..., rows, m]) outside lo … hi is −∞ in every row (a causal mask blocks
-    the keys after a block of queries, a sliding window those before). NaN counts as finite: it is computed,
-    and refused. When the first and the last column hold a finite number, that is all of them, read from
-    those two columns alone (a block of core/row_blocks.py's, narrowed to its keys already)."""
-    m = x.shape[-1]
-    if m and (x[..., 0] != -np.inf).any() and (x[..., m - 1] != -np.inf).any():
-        return 0, m
-    found = np.flatnonzero(np.maximum.reduce(x, axis=tuple(range(x.ndim - 1))) != -np.inf)
-    return (int(found[0]), int(found[-1]) + 1) if found.size else (0, 0)
-
-
 class Softmax(Op):
     """Row-wise softmax, max subtracted first; a fully blocked row gives zeros (never NaN)."""
 
@@ -322,7 +311,7 @@ class Softmax(Op):
         def work(start, stop):
             for heads, part in parts[start:stop]:
                 x, y = stacks[heads, part], out[heads, part]
-                lo, hi = _finite_columns(x)  # e^−∞ = 0 outside: no exp for them
+                lo, hi = finite_span(x)  # e^−∞ = 0 outside: no exp for them
                 y[..., :lo] = 0.0
                 y[..., hi:] = 0.0
                 if lo == hi:

@@ -207,6 +207,18 @@ def row_block_order(n: int, rows: int) -> list[slice]:
     return [slice(s, s + rows) for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
 
 
+def finite_span(x: np.ndarray) -> tuple[int, int]:
+    """(lo, hi): every column of x ([..., rows, m]) outside lo … hi is −∞ in every row (a causal mask blocks
+    the keys after a block of queries, a sliding window those before). NaN counts as finite: it is computed,
+    and refused. When the first and the last column hold a finite number, that is all of them, read from
+    those two columns alone (a block of core/row_blocks.py's, narrowed to its keys already)."""
+    m = x.shape[-1]
+    if m and (x[..., 0] != -np.inf).any() and (x[..., m - 1] != -np.inf).any():
+        return 0, m
+    found = np.flatnonzero(np.maximum.reduce(x, axis=tuple(range(x.ndim - 1))) != -np.inf)
+    return (int(found[0]), int(found[-1]) + 1) if found.size else (0, 0)
+
+
 def _weighed_keys(block: np.ndarray) -> tuple[int, int]:
     """(lo, hi): the columns (keys) of block ([..., rows, m]) outside lo … hi are 0 in every row; read from the
     first and the last column alone when both hold a weight (a block of core/row_blocks.py's, narrowed to its
