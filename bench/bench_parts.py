@@ -3,18 +3,18 @@
 
     .venv/bin/python bench/bench_parts.py [--runs 3] [--model PATH]
 
-Each run is a fresh process in bench_models.py's environment (bytecode cached, as for an installed package)
-(the command's own start-up: BLAS threads chosen before NumPy loads) that times,
-with time.process_time (CPU s: every thread), time.perf_counter (wall s) and time.thread_time (main s: the
-main thread's CPU, beside which the other thread does its half of the work and reads the tokenizer; on an
-idle machine the wall time is about this sum — a little more: a wait for the other thread is no CPU —, and
-it stays steady on a busy one): importing attncalc and NumPy; opening the checkpoint (config,
-tokenizer, labels); building the graph (`Calculation`); evaluating `dec_out`, split by the operation each
-step runs (Affine: x·W products; Scores and Attend: the heads' Q·Kᵀ and A·V; Softmax, RMSNorm, Rope, SwiGLU,
-Mask, …); writing the JSON document. The medians are printed beside the load average: CPU seconds are
-the steadier figure on a shared machine, and the parts that are not products (all but Affine, Scores,
-Attend) are the overhead above bench_floor.py's float64 floor. The model is bench_models.py's SmolLM2
-safetensors folder unless --model names another."""
+Each run is a fresh process in bench_models.py's environment (bytecode cached, as for an installed package;
+the command's own start-up: BLAS threads chosen before NumPy loads) that times, with time.process_time (CPU s:
+every thread), time.perf_counter (wall s) and time.thread_time (main s: the main thread's CPU, beside which the
+other thread does its half of the work; on an idle machine the wall time is about this sum — a little more: a
+wait for the other thread is no CPU —, and it stays steady on a busy one): importing attncalc and NumPy;
+opening the checkpoint (config, tokenizer, labels); building the graph (`Calculation`); evaluating `dec_out`,
+split by the operation each step runs (Affine: x·W products; RMSNorm, Rope, SwiGLU, Add, …), each attention
+block's S → … → O, run a block of query rows at a time (core/row_blocks.py), as one part; writing the JSON
+document. The medians are printed beside the load average: CPU seconds are the steadier figure on a shared
+machine. `bench_floor.py --parts` times the floor's steps (bench/floor_forward.py: the same work in straight
+NumPy) with the same three clocks. The model is bench_models.py's SmolLM2 safetensors folder unless --model
+names another."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def child(model: str, ids: str) -> dict:
     import numpy  # noqa: F401
 
     from attncalc.api import Calculation
-    from attncalc.core import graph
+    from attncalc.core import graph, row_blocks
     from attncalc.inputs.checkpoints.source import checkpoint
     from attncalc.inputs.session import Request
 
@@ -67,9 +67,20 @@ def child(model: str, ids: str) -> dict:
             took = since(began)
             parts[key] = [a + b for a, b in zip(parts.get(key, [0.0, 0.0, 0.0]), took)]
 
-    graph._compute = timed  # noqa: SLF001
+    run = row_blocks.run
+
+    def chain(nodes, steps, cache, _):  # S → … → O a block of rows at a time: one part, its ops untimed
+        began = clock()
+        try:
+            return run(nodes, steps, cache, compute)
+        finally:
+            took = since(began)
+            key = "op S→O in row blocks"
+            parts[key] = [a + b for a, b in zip(parts.get(key, [0.0, 0.0, 0.0]), took)]
+
+    graph._compute, row_blocks.run = timed, chain  # noqa: SLF001
     values = calc.values(["dec_out"])
-    graph._compute = compute  # noqa: SLF001
+    graph._compute, row_blocks.run = compute, run  # noqa: SLF001
     start = clock()
     from attncalc.inputs.document import dumps
     from attncalc.render.output import document

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attncalc.core import row_blocks
 from attncalc.core.expansion import Expansion
 from attncalc.core.names import STAGES
 from attncalc.core.products import on_demand
@@ -137,9 +138,23 @@ class Graph:
             for i in self.nodes[cur].inputs:
                 uses[i] = uses.get(i, 0) + 1
         made = set(order)
+        fused = row_blocks.chains(self.nodes, order, keep, self.given)  # S → … → O a block of rows at a time
+        inside = {c: chain for chain in fused.values() for c in chain[:-1]}
         for cur in order:
             node = self.nodes[cur]
-            args = [self.cache[i] for i in node.inputs]
+            if cur in inside:
+                continue  # computed a block of rows at a time with its chain's last step
+            args = [
+                self.cache[i]
+                if i in self.cache
+                else np.broadcast_to(0.0, row_blocks.shape_of(self.nodes, inside[i], self.cache))
+                for i in node.inputs
+            ]  # (a step that reads only the shape of one inside a chain: a stand-in of that shape)
+            if cur in fused:
+                self.cache[cur] = row_blocks.run(self.nodes, fused[cur], self.cache, _compute)
+                for step in fused[cur]:
+                    self._used(self.nodes[step].inputs, uses, made, keep)
+                continue
             first = node.inputs[0] if node.inputs else None
             spare = (
                 getattr(node.op, "reuses_input", False)
@@ -157,11 +172,15 @@ class Graph:
                 if spare:
                     del self.cache[first]  # written over (or half-written, on an error)
             self.cache[cur] = out
-            for i in node.inputs:
-                uses[i] -= 1
-                if not uses[i] and i in made and i not in keep:
-                    self.cache.pop(i, None)
+            self._used(node.inputs, uses, made, keep)
         return {n: self.cache[n] for n in names}
+
+    def _used(self, inputs, uses: dict, made: set, keep: set) -> None:
+        """One more step has read each of `inputs`: release those it was the last to read."""
+        for i in inputs:
+            uses[i] -= 1
+            if not uses[i] and i in made and i not in keep:
+                self.cache.pop(i, None)
 
     def upstream(self, names) -> set[str]:
         """`names` and every node they are computed from."""

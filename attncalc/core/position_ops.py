@@ -66,6 +66,8 @@ class MaskMatrix(Op):
     (transformers' `kv_idx > q_idx - sliding_window`). Padding: keys whose token is the pad token are blocked.
     """
 
+    shape_only = True  # reads only its input's shape (core/row_blocks.py may hand it a stand-in)
+
     def __init__(self, kind: str, key_is_pad=None, q_labels=None, k_labels=None, window: int | None = None):
         self.kind, self.key_is_pad, self.window = kind, key_is_pad, window
         self.q_labels, self.k_labels = q_labels, k_labels

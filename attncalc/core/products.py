@@ -42,11 +42,17 @@ def matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     split = two_cores and x.ndim >= 2 and x.shape[-2] >= PARALLEL_ROWS
     if split and x.ndim == 2 and w.ndim == 2:
         out = np.empty((x.shape[0], w.shape[1]), np.result_type(x, w, np.float64))
-        in_two(lambda a, b: _product(x[a:b], w, out[a:b]), x.shape[0], out.size)
+        if w.dtype == np.float32 and x.dtype == np.float64 and _whole(x.shape[0] // 2, w) and splits(out.size):
+            _widened_by_both(x, w, out)
+        else:
+            in_two(lambda a, b: _product(x[a:b], w, out[a:b]), x.shape[0], out.size)
         return out
-    if split and x.ndim == 3 and w.ndim == 3 and len(x) == len(w) > 1:
+    if split and x.ndim == 3 and w.ndim == 3 and len(x) == len(w):
         out = np.empty((len(x), x.shape[1], w.shape[2]), np.result_type(x, w, np.float64))
-        in_two(lambda a, b: _product(x[a:b], w[a:b], out[a:b]), len(x), out.size)
+        if len(x) % 2 == 0 or len(x) >= 8:  # half of the stack on each thread
+            in_two(lambda a, b: _product(x[a:b], w[a:b], out[a:b]), len(x), out.size)
+        else:  # one or three products (the query heads of each KV head): half of each one's rows
+            in_two(lambda a, b: _product(x[:, a:b], w, out[:, a:b]), x.shape[1], out.size)
         return out
     return x @ w if w.dtype == x.dtype else widened_matmul(x, w)
 
@@ -67,8 +73,10 @@ def widened_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) 
     d, m = w.shape
     values = PROMPT_BUFFER_VALUES if x.shape[0] >= PARALLEL_ROWS else BUFFER_VALUES
     block = max(ALIGN, values // max(d, 1) // ALIGN * ALIGN)
-    if block >= m:
-        return np.matmul(x, w.astype(np.float64), out=out)
+    if _whole(x.shape[0], w):
+        wide = _kept_buffer(w)
+        np.copyto(wide, w)
+        return np.matmul(x, wide, out=out)
     # the buffer is laid out like w, so that copying a block of its columns is one contiguous sweep
     order = "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
     buffer = np.empty((d, block + ALIGN), np.float64, order=order)
@@ -83,6 +91,52 @@ def widened_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) 
         np.matmul(x, part, out=out[:, start : start + width])
         start += width
     return out
+
+
+class _Kept(threading.local):
+    buffer: np.ndarray | None = None  # this thread's float64 copy of the last weight it widened whole
+
+
+_kept = _Kept()
+
+
+def _whole(rows: int, w: np.ndarray) -> bool:
+    """Whether widened_matmul widens all of w at once for a product of `rows` rows (else a block at a time)."""
+    d, m = w.shape
+    values = PROMPT_BUFFER_VALUES if rows >= PARALLEL_ROWS else BUFFER_VALUES
+    return max(ALIGN, values // max(d, 1) // ALIGN * ALIGN) >= m
+
+
+def _kept_buffer(w: np.ndarray) -> np.ndarray:
+    """A float64 array shaped and laid out as w (the product then runs the same BLAS kernel as on
+    `w.astype(float64)`: the same numbers), in a buffer this thread keeps: a 512-token forward widens 210
+    weights, and a fresh array for each is fresh memory for the kernel to fault in and the allocator to
+    return (at most PROMPT_BUFFER_VALUES values, 32 MiB, kept a thread)."""
+    buffer = _kept.buffer
+    if buffer is None or buffer.size < w.size:
+        buffer = _kept.buffer = np.empty(w.size)
+    order = "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
+    return buffer[: w.size].reshape(w.shape, order=order)
+
+
+def _widened_by_both(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+    """out = x · w for float32 w widened whole, on two threads (in_two): each widens half of w's columns into
+    one float64 copy (the calling thread's kept buffer) and, once both halves are in, multiplies its half of
+    the rows by all of it. w is widened once, not once a thread; each row is the product of one call, by the
+    same widened weight, as on one thread."""
+    wide, half, both = _kept_buffer(w), w.shape[1] // 2, threading.Barrier(2)
+
+    def work(a, b):
+        columns = slice(0, half) if a == 0 else slice(half, None)
+        try:
+            np.copyto(wide[:, columns], w[:, columns])
+        except BaseException:
+            both.abort()  # the other thread's wait raises instead of waiting for ever
+            raise
+        both.wait()
+        np.matmul(x[a:b], wide, out=out[a:b])
+
+    in_two(work, x.shape[0], out.size)
 
 
 def on_demand(value) -> bool:
@@ -119,28 +173,61 @@ ZERO_ROWS = 64  # rows of A per product in without_zero_keys
 
 
 def without_zero_keys(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
-    """out = a · v for stacks of heads ([h, n, m] · [h, m, d] → [h, n, d], `out` any view NumPy's matmul writes
-    into), ZERO_ROWS rows of a at a time, each block multiplying only the keys (columns of a) that some row of
+    """out = a · v for stacks of heads ([h, n, m] · [h, m, d] → [h, n, d], or any stacks NumPy's matmul
+    broadcasts, such as [g, per, n, m] · [g, 1, m, d]; `out` any view it writes into), ZERO_ROWS rows of a at
+    a time, each block multiplying only the keys (columns of a) that some row of
     it does not give weight 0 in every head: a causal mask's softmax is 0 after the block's last query, so a
     512-token forward multiplies 56% of A (and a sliding window's before its first). A dropped term is 0 · v,
     and V is finite: each cell is the same sum without its zero terms, to rounding. The blocks are split
     over two threads (in_two) in pairs from both ends (the first and the last, …): equal work for each
     thread when the blocks grow one block wider each."""
-    rows = a.shape[1]
-    starts = list(range(0, rows, ZERO_ROWS))
-    order = [s for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
+    order = row_block_order(a.shape[-2], ZERO_ROWS)
 
     def work(first, stop):
-        for start in order[first:stop]:
-            block, part = a[:, start : start + ZERO_ROWS], out[:, start : start + ZERO_ROWS]
-            keys = np.flatnonzero(np.logical_or.reduce(block != 0, axis=(0, 1)))
-            if not keys.size:
+        for rows in order[first:stop]:
+            block, part = a[..., rows, :], out[..., rows, :]
+            lo, hi = _weighed_keys(block)
+            if lo == hi:
                 part[...] = 0.0
                 continue
-            lo, hi = int(keys[0]), int(keys[-1]) + 1
-            np.matmul(block[:, :, lo:hi], v[:, lo:hi], out=part)
+            np.matmul(block[..., lo:hi], v[..., lo:hi, :], out=part)
 
     in_two(work, len(order), a.size)
+
+
+def splits(values: int) -> bool:
+    """Whether in_two would give half of work touching `values` values to the other thread, here and now."""
+    return two_cores and values >= SPLIT_VALUES and not _inside.split
+
+
+def row_block_order(n: int, rows: int) -> list[slice]:
+    """Blocks of `rows` rows of 0 … n, in pairs from both ends (the first and the last, …): split in two
+    halves (in_two), each thread gets equal work when the blocks of a causal mask grow one block wider each."""
+    starts = list(range(0, n, rows))
+    return [slice(s, s + rows) for pair in zip(starts, reversed(starts)) for s in pair][: len(starts)]
+
+
+def finite_span(x: np.ndarray) -> tuple[int, int]:
+    """(lo, hi): every column of x ([..., rows, m]) outside lo … hi is −∞ in every row (a causal mask blocks
+    the keys after a block of queries, a sliding window those before). NaN counts as finite: it is computed,
+    and refused. When the first and the last column hold a finite number, that is all of them, read from
+    those two columns alone (a block of core/row_blocks.py's, narrowed to its keys already)."""
+    m = x.shape[-1]
+    if m and (x[..., 0] != -np.inf).any() and (x[..., m - 1] != -np.inf).any():
+        return 0, m
+    found = np.flatnonzero(np.maximum.reduce(x, axis=tuple(range(x.ndim - 1))) != -np.inf)
+    return (int(found[0]), int(found[-1]) + 1) if found.size else (0, 0)
+
+
+def _weighed_keys(block: np.ndarray) -> tuple[int, int]:
+    """(lo, hi): the columns (keys) of block ([..., rows, m]) outside lo … hi are 0 in every row; read from the
+    first and the last column alone when both hold a weight (a block of core/row_blocks.py's, narrowed to its
+    keys already)."""
+    m = block.shape[-1]
+    if m and block[..., 0].any() and block[..., m - 1].any():
+        return 0, m
+    keys = np.flatnonzero(np.logical_or.reduce((block != 0).reshape(-1, m), axis=0))
+    return (int(keys[0]), int(keys[-1]) + 1) if keys.size else (0, 0)
 
 
 def in_two(work, count: int, values: int) -> None:
@@ -151,7 +238,7 @@ def in_two(work, count: int, values: int) -> None:
     (np.errstate is per thread), and its exception is raised here. The other thread is one kept for every
     split (`_second`): a 512-token forward splits 540 times, and a thread started for each cost the
     caller ~60 µs of starting and joining it."""
-    if not two_cores or count < 2 or values < SPLIT_VALUES or threading.current_thread() is _helper.thread:
+    if count < 2 or not splits(values):  # (a split inside a split: here)
         work(0, count)
         return
     mid, errors, failed = count // 2, np.geterr(), []
@@ -164,9 +251,11 @@ def in_two(work, count: int, values: int) -> None:
             failed.append(e)
 
     done = _second(second)
+    _inside.split = True
     try:
         work(0, mid)
     finally:
+        _inside.split = False
         done.acquire()  # released by the other thread once its half is written
     if failed:
         raise failed[0]
@@ -205,7 +294,15 @@ def _second(fn) -> threading.Lock:
     return done
 
 
+class _Inside(threading.local):
+    split = False  # this thread is running half of a split: a split inside it runs on it whole
+
+
+_inside = _Inside()
+
+
 def _serve() -> None:
+    _inside.split = True
     while True:
         fn, done = _helper.tasks.get()
         try:
