@@ -71,15 +71,13 @@ def widened_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) 
     if x.ndim != 2 or w.ndim != 2 or w.dtype != np.float32 or x.dtype != np.float64:
         return np.matmul(x, w.astype(np.result_type(x, w)), out=out)
     d, m = w.shape
-    values = PROMPT_BUFFER_VALUES if x.shape[0] >= PARALLEL_ROWS else BUFFER_VALUES
-    block = max(ALIGN, values // max(d, 1) // ALIGN * ALIGN)
-    if _whole(x.shape[0], w):
+    block = _block(x.shape[0], d)
+    if block >= m:
         wide = _kept_buffer(w)
         np.copyto(wide, w)
         return np.matmul(x, wide, out=out)
     # the buffer is laid out like w, so that copying a block of its columns is one contiguous sweep
-    order = "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
-    buffer = np.empty((d, block + ALIGN), np.float64, order=order)
+    buffer = np.empty((d, block + ALIGN), np.float64, order=_layout(w))
     out = np.empty((x.shape[0], m), np.float64) if out is None else out
     start = 0
     while start < m:
@@ -100,11 +98,20 @@ class _Kept(threading.local):
 _kept = _Kept()
 
 
+def _block(rows: int, d: int) -> int:
+    """Columns of a [d, m] weight widened_matmul widens at a time for a product of `rows` rows."""
+    values = PROMPT_BUFFER_VALUES if rows >= PARALLEL_ROWS else BUFFER_VALUES
+    return max(ALIGN, values // max(d, 1) // ALIGN * ALIGN)
+
+
 def _whole(rows: int, w: np.ndarray) -> bool:
     """Whether widened_matmul widens all of w at once for a product of `rows` rows (else a block at a time)."""
-    d, m = w.shape
-    values = PROMPT_BUFFER_VALUES if rows >= PARALLEL_ROWS else BUFFER_VALUES
-    return max(ALIGN, values // max(d, 1) // ALIGN * ALIGN) >= m
+    return _block(rows, w.shape[0]) >= w.shape[1]
+
+
+def _layout(w: np.ndarray) -> str:
+    """ "F" for a column-major w (a transposed weight's view), else "C": a copy laid out alike is one sweep."""
+    return "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
 
 
 def _kept_buffer(w: np.ndarray) -> np.ndarray:
@@ -115,8 +122,7 @@ def _kept_buffer(w: np.ndarray) -> np.ndarray:
     buffer = _kept.buffer
     if buffer is None or buffer.size < w.size:
         buffer = _kept.buffer = np.empty(w.size)
-    order = "F" if w.flags.f_contiguous and not w.flags.c_contiguous else "C"
-    return buffer[: w.size].reshape(w.shape, order=order)
+    return buffer[: w.size].reshape(w.shape, order=_layout(w))
 
 
 def _widened_by_both(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:

@@ -23,7 +23,7 @@ time per token is P stage steps, no shorter. Pure arithmetic: no I/O.
 
 from __future__ import annotations
 
-from attncalc.serving import estimate
+from attncalc.serving import estimate, experts
 from attncalc.serving.hardware import GROUPED_GEMM
 
 MEMORY_FRACTION = 0.9
@@ -86,11 +86,10 @@ def step_work(s: dict, decode: float, new_tokens: float, keys: float) -> dict:
     kinds = {"matmul": (matmul / s["ways"], s["weights_per_gpu"])}
     if s["experts"]:  # a step touches the experts its tokens route to
         touched = estimate.experts_touched(s["experts"], s["experts_per_token"], tokens)
-        routed = 2 * s["moe_layers"] * s["experts_per_token"] * s["expert_params"] * tokens
+        routed = experts.routed_flops(s["moe_layers"], s["experts_per_token"], s["expert_params"], tokens)
         every = s["moe_layers"] * s["experts"] * s["expert_bytes"] / s["ways"]
-        experts = (routed / s["ways"], every * touched / s["experts"], GROUPED_GEMM)
         kinds["matmul"] = ((matmul - routed) / s["ways"], s["weights_per_gpu"] - every)
-        kinds["experts"] = experts
+        kinds["experts"] = (routed / s["ways"], every * touched / s["experts"], GROUPED_GEMM)
     kinds["attention"] = (attention / s["ways"], decode * keys * s["kv_token_per_gpu"])
     return kinds
 
@@ -181,7 +180,7 @@ def shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link) -> d
         "experts": params["experts"],
         "experts_per_token": params["experts_per_token"],
         "moe_layers": params["moe_layers"],
-        "expert_bytes": round(params["expert_bytes_params"] * (weights["bits"] + weights["scale_bits"]) / 8),
+        "expert_bytes": experts.expert_bytes(params, weights),
         "expert_params": params["expert_bytes_params"],
         "ways": tp * pp,
         "tp": tp,
