@@ -308,3 +308,27 @@ BATCH_ONE = [
 # Kept although past the models' 2,048 positions (128 → 2,048 and longer): both use RoPE and no window, so a longer
 # sequence costs what its length says, as the engines ran it.
 GF_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "validation_gptj_falcon.csv")  # as published
+GF_PRECISION = {"fp8": FP8, "fp16": dict(dtype="fp16")}  # the row's precision, given (GPT-J's config names none)
+
+
+def _gptj_falcon():
+    rows = []
+    with open(GF_TABLE, encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            gpu, tp, prompt, generate = r["gpu"], int(r["tp"]), int(r["prompt"]), int(r["generate"])
+            kw = dict(prompt=prompt, generate=generate, tp=tp, **GF_PRECISION[r["precision"]])
+            if r["figure"].startswith("in-flight"):
+                kw["engine"], tag = "trtllm", "load"
+            else:
+                kw["batch"] = int(r["batch"])
+                tag = "ttft" if r["figure"] == "TTFT engine" else f"b{kw['batch']}"
+            name = r["model"].replace(" ", "").replace("GPT-J6B", "GPTJ6B")
+            key = f"{r['source']}-{name}-{gpu.split('-')[0]}-{r['precision']}-TP{tp}-{tag}-{prompt}-{generate}"
+            value = float(r["measured"])
+            rows.append(
+                (key, r["figure"], r["config"], gpu, kw, int(value) if value.is_integer() else value, r["source"])
+            )
+    return rows
+
+
+GPTJ_FALCON = _gptj_falcon()  # issue 37's seventh session: held out, costed once
