@@ -114,3 +114,16 @@ def test_counts_equal_transformers_on_the_meta_device(name):
     with torch.device("meta"):
         model = getattr(transformers, f"{kind}ForCausalLM")(config)
     assert sum(t.numel() for t in model.parameters()) == parameter_terms(cfg)["total"]
+
+
+def test_the_printed_all_reduce_line_says_one_a_layer(cli):
+    gptj = os.path.join(CONFIGS, "gpt-j-6b.json")
+    r = cli("cost", gptj, *"--prompt 128 --generate 128 --gpu A100-80GB --tp 2 --dtype fp16 -f table".split())
+    assert r.exit_code == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "decode all-reduce (tensor parallel, one-shot: each GPU reads the others' buffers): 1 per layer × 28" in text
+    r = cli("cost", gptj, *"--prompt 128 --generate 128 --gpu A100-80GB --tp 2 --dtype fp16 --lang zh -f table".split())
+    assert "每层 1 次 × 28 层" in " ".join(r.stdout.split())
+    llama = os.path.join(CONFIGS, "llama-2-70b.json")
+    r = cli("cost", llama, *"--prompt 128 --generate 128 --gpu A100-80GB --tp 2 -f table".split())
+    assert "2 per layer × 80 layers" in " ".join(r.stdout.split())
