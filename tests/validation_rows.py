@@ -6,7 +6,9 @@ held out in issue 37's first session and inspected in its second; the second ses
 T17), whose misses the third session used to choose what to change (link rates, MI300X's bandwidth), so they are
 chosen-from now too. `HELD_OUT` (`FRESH_3`) were collected in the third session before any term changed, and their
 errors were first computed when the model was done. `BATCH_ONE` (docs/cost.md's "Held out, batch 1", source TG) was
-collected in the sixth session under a rule written before any row was costed, and costed once. Each row: (key, figure, model config, --gpu, cost options,
+collected in the sixth session under a rule written before any row was costed, and costed once. `GPTJ_FALCON`
+(docs/cost.md's "Held out, GPT-J and Falcon") was transcribed in the seventh session before the two models had
+configs here, and costed once when they were added. Each row: (key, figure, model config, --gpu, cost options,
 measured value, source). Figures: `TTFT client` and `TPOT` in ms as a client times a request, `TTFT engine` in ms
 as the engine times its first token, `static s` a static batch's whole run in seconds, `static tok/s/GPU` and
 `static tok/s` that run's output tokens per second, `in-flight tok/s` the output tokens per second of in-flight
