@@ -83,9 +83,10 @@ def _gpu_lines(r: dict) -> list[str]:
             )
         )
     link = t["hardware"]["link"]
+    reduces = t["parameters"]["allreduces_per_layer"]  # 1 where attention and the MLP run side by side
     for phase in ("prefill", "decode"):
         for key, text_key, ways in (
-            (phase, "cost.line.allreduce", {"tp": g["tp"], "layers": t["kv"]["terms"]["layers"]}),
+            (phase, "cost.line.allreduce", {"tp": g["tp"], "layers": t["kv"]["terms"]["layers"], "per": reduces}),
             ("pipeline_" + phase, "cost.line.pipeline", {"pp": g["pp"]}),
         ):
             sent = t["communication"][key]

@@ -85,7 +85,7 @@ def serving_cost(
     decode_weights = moe["decode_weights_bytes"] if moe else weights["bytes"]
     gpus = _per_gpu(kv, weights["bytes"], tp, pp)
     link = _link(hardware, link, tp, pp)
-    comm, comm_s = _communication(kv, prompt, batch, tp, pp, link)
+    comm, comm_s = _communication(kv, params["allreduces_per_layer"], prompt, batch, tp, pp, link)
     eff = _efficiency(hardware, efficiency, notes)
     work = {
         "prefill": (flops["prefill"], weights["bytes"] + kv["prompt_bytes"]),
@@ -258,8 +258,9 @@ def _per_gpu(kv: dict, weights_bytes: int, tp: int, pp: int) -> dict:
     }
 
 
-def _communication(kv: dict, prompt: int, batch: int, tp: int, pp: int, link) -> tuple[dict, dict]:
-    """Two all-reduces per layer under tensor parallelism, P − 1 sends under pipeline parallelism."""
+def _communication(kv: dict, reduces: int, prompt: int, batch: int, tp: int, pp: int, link) -> tuple[dict, dict]:
+    """`reduces` all-reduces per layer under tensor parallelism (two; one where attention and the MLP run side by
+    side and their sum is reduced once), P − 1 sends under pipeline parallelism."""
     t = kv["kv"]["terms"]
     value_bytes = 4 if kv["compute_dtype"] == "fp32" else 2  # activations travel in 16 bits (fp8 models too)
     comm = {"prefill": None, "decode": None, "pipeline_prefill": None, "pipeline_decode": None}
@@ -267,8 +268,8 @@ def _communication(kv: dict, prompt: int, batch: int, tp: int, pp: int, link) ->
     for phase, tokens in (("prefill", prompt), ("decode", 1)):
         if tp > 1:
             one = estimate.allreduce(batch * tokens * t["d_model"], value_bytes, tp, link)
-            comm[phase] = {**one, "count": 2 * t["layers"]}
-            comm_s[phase] += 2 * t["layers"] * one["seconds"]
+            comm[phase] = {**one, "count": reduces * t["layers"]}
+            comm_s[phase] += reduces * t["layers"] * one["seconds"]
         if pp > 1:
             one = estimate.send(batch * tokens * t["d_model"], value_bytes, link)
             comm["pipeline_" + phase] = {**one, "count": pp - 1}

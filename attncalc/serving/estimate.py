@@ -10,7 +10,8 @@ stay the roofline's max at the full peaks.
 
 Tensor parallelism over N GPUs (Megatron-LM, Shoeybi et al. 2019) splits every weight matrix and the KV
 heads N ways and adds two all-reduces per layer (after attention's output projection and after the MLP) of
-batch × tokens × d_model activations. A ring all-reduce takes 2(N − 1) steps, each paying the link's latency α, and sends
+batch × tokens × d_model activations; one where attention and the MLP run side by side on the same input (GPT-J,
+Falcon: TensorRT-LLM adds their outputs and reduces the sum once: `parameter_terms`' allreduces_per_layer). A ring all-reduce takes 2(N − 1) steps, each paying the link's latency α, and sends
 2(N − 1)/N of those bytes over each GPU's link: time = 2(N − 1)·α + 2(N − 1)/N × bytes / bandwidth (the α–β model of
 Thakur, Rabenseifner and Gropp 2005; Patarasuk and Yuan 2009; NCCL's "bus bandwidth"). Engines reduce small messages
 (decode's few kilobytes) with one-shot or two-shot kernels instead, one or two steps of α (`allreduce_algorithm`).

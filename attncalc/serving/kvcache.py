@@ -246,7 +246,7 @@ def _text_config(config, source: str):
     return at, cfg, notes
 
 
-def _kv_heads(cfg: dict, at: str, hkey: str, heads: int):
+def kv_heads_of(cfg: dict, at: str, hkey: str, heads: int):
     """(the key it came from, KV heads): num_key_value_heads, Falcon's num_kv_heads / multi_query, else MHA."""
     kvkey, kv = _get_int(cfg, ("num_key_value_heads",), at, required=False)
     if kv is not None:
@@ -263,7 +263,7 @@ def _heads(cfg: dict, at: str, notes: list) -> dict:
     """Query heads, KV heads, their grouping, d_model and head_dim, each said where it came from."""
     hkey, heads = _get_int(cfg, ("num_attention_heads", "n_head"), at)
     dkey, d_model = _get_int(cfg, ("hidden_size", "n_embd"), at)
-    kvkey, kv = _kv_heads(cfg, at, hkey, heads)
+    kvkey, kv = kv_heads_of(cfg, at, hkey, heads)
     if heads % kv:
         raise InputError(at + kvkey, f"a divisor of {hkey} ({heads})", str(kv))
     group = heads // kv

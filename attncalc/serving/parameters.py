@@ -1,4 +1,5 @@
-"""A decoder's parameters from its config, term by term: dense (LLaMA-style, GPT-2) and mixtures of experts.
+"""A decoder's parameters from its config, term by term: dense (LLaMA-style, GPT-2, GPT-J, Falcon) and mixtures of
+experts.
 
 Each term is a tensor family with its count, its shape as a formula, and whether it is a matmul's weights
 (those are multiplied by every token: 2 FLOPs each). An MoE layer's experts carry how many there are and how
@@ -10,12 +11,19 @@ from __future__ import annotations
 from attncalc.errors import InputError, describe
 from attncalc.serving import mla
 from attncalc.serving.fields import check_count
-from attncalc.serving.kvcache import is_encoder_only
+from attncalc.serving.kvcache import is_encoder_only, kv_heads_of
 
 # gate/up/down MLP, RMSNorm
 GATED = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "granite")
 MOE = ("mixtral", "qwen2_moe", "qwen3_moe")  # the gated MLP as E experts, k of them per token, and a router
-TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text", "gpt2")  # transformers' default tie_word_embeddings
+TIED_BY_DEFAULT = (
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "gpt2",
+    "falcon",
+)  # transformers' default tie_word_embeddings
 QKV_BIAS_ALWAYS = ("qwen2", "qwen2_moe")  # Qwen2Attention, Qwen2MoeAttention: q, k, v with bias, o without
 
 
@@ -52,15 +60,20 @@ def parameter_terms(config: dict, source: str = "config.json") -> dict:
     model_type = cfg.get("model_type")
     if is_encoder_only(cfg):
         raise InputError(at + "model_type", "a decoder that generates tokens", f"encoder-only {model_type}")
-    dense = None
+    dense, reduces = None, 2
     if model_type == "gpt2":
         layers, per_layer, model = _gpt2(cfg, at)
+    elif model_type == "gptj":
+        layers, per_layer, model = _gptj(cfg, at)
+        reduces = 1
+    elif model_type == "falcon":
+        layers, per_layer, model, reduces = _falcon(cfg, at)
     elif model_type in GATED or model_type in MOE:
         layers, per_layer, model = _gated(cfg, at, model_type)
     elif model_type in mla.MLA_TYPES:
         layers, per_layer, model, dense = _deepseek(cfg, at)
     else:
-        known = GATED + MOE + mla.MLA_TYPES + ("gpt2",)
+        known = GATED + MOE + mla.MLA_TYPES + ("gpt2", "gptj", "falcon")
         raise InputError(at + "model_type", "one of " + ", ".join(known), describe(model_type))
     groups = [(layers, per_layer)] + ([(dense["layers"], dense["per_layer"])] if dense else [])
     expert_terms = [t for t in per_layer if "experts" in t]
@@ -83,7 +96,8 @@ def parameter_terms(config: dict, source: str = "config.json") -> dict:
         "model": model,  # embeddings, final norm, lm_head, learned positions
         "layer_matmul": round(over_layers(lambda t: t.get("matmul_count", 0))),  # every weight matrix
         "active_layer_matmul": round(over_layers(lambda t: t.get("matmul_count", 0) * t.get("active", 1.0))),
-        "lm_head_matmul": next(t["matmul_count"] for t in model if t["name"] in ("lm_head", "lm_head (tied)")),
+        "lm_head_matmul": next(t["matmul_count"] for t in model if t["name"].startswith("lm_head")),
+        "allreduces_per_layer": reduces,  # under tensor parallelism: 1 where attention and the MLP run side by side
     }
 
 
@@ -104,6 +118,62 @@ def _gpt2(cfg: dict, at: str):
         _lm_head(cfg, at, "gpt2", "wte", vocab, d),
     ]
     return _int(cfg, ("n_layer", "num_hidden_layers"), at), per_layer, model
+
+
+def _gptj(cfg: dict, at: str):
+    """GPT-J (transformers' GPTJConfig keys): attention and the MLP side by side on one LayerNorm's output, q/k/v/out
+    without bias, a GELU MLP of n_inner (4·d) with biases, no learned positions (rotary), an untied lm_head with a
+    bias."""
+    d = _int(cfg, ("n_embd", "hidden_size"), at)
+    vocab = _int(cfg, ("vocab_size",), at)
+    inner = _int(cfg, ("n_inner",), at, default=4 * d)
+    per_layer = [_linear(name, d, d, bias=False) for name in ("q_proj", "k_proj", "v_proj", "out_proj")]
+    per_layer += [_linear("mlp.fc_in", d, inner, True), _linear("mlp.fc_out", inner, d, True)]
+    per_layer.append(_term("ln_1 (γ, β)", 2 * d, f"2 × {d}", matmul=False, per_layer=True))
+    model = [
+        _term("wte", vocab * d, f"{vocab} × {d}", matmul=False),
+        _term("ln_f (γ, β)", 2 * d, f"2 × {d}", matmul=False),
+        _lm_head(cfg, at, "gptj", "wte", vocab, d, bias=True),
+    ]
+    return _int(cfg, ("n_layer", "num_hidden_layers"), at), per_layer, model
+
+
+def _falcon(cfg: dict, at: str):
+    """Falcon (transformers' FalconConfig keys): query_key_value for the query heads and the KV heads (GQA with
+    `new_decoder_architecture`, one shared KV head with `multi_query`), dense, a GELU MLP of ffn_hidden_size (4·d),
+    biases only with `bias`, LayerNorms with β: two per layer with `new_decoder_architecture` (one before attention,
+    one before the MLP, side by side), one with `parallel_attn` alone, two in sequence otherwise. Returns the all-reduces
+    a layer needs under tensor parallelism too: 1 when attention and the MLP run side by side, else 2."""
+    d = _int(cfg, ("hidden_size", "n_embed"), at)
+    hkey = "num_attention_heads" if cfg.get("num_attention_heads") is not None else "n_head"
+    heads = _int(cfg, (hkey,), at)
+    kvkey, kv = kv_heads_of(cfg, at, hkey, heads)
+    if heads % kv:
+        raise InputError(at + kvkey, f"a divisor of {hkey} ({heads})", str(kv))
+    if d % heads:
+        raise InputError(at + "hidden_size", f"a multiple of {hkey} ({heads})", str(d))
+    head_dim = d // heads
+    vocab = _int(cfg, ("vocab_size",), at)
+    inner = _int(cfg, ("ffn_hidden_size",), at, default=4 * d)
+    bias = cfg.get("bias") is True
+    new = cfg.get("new_decoder_architecture") is True
+    side_by_side = new or cfg.get("parallel_attn", True) is True  # FalconConfig's default: parallel_attn True
+    norms = _int(cfg, ("num_ln_in_parallel_attn",), at, default=2) if new else (1 if side_by_side else 2)
+    per_layer = [
+        _linear("query_key_value (q)", d, heads * head_dim, bias),
+        _linear("query_key_value (k)", d, kv * head_dim, bias),
+        _linear("query_key_value (v)", d, kv * head_dim, bias),
+        _linear("dense", d, d, bias),
+        _linear("mlp.dense_h_to_4h", d, inner, bias),
+        _linear("mlp.dense_4h_to_h", inner, d, bias),
+        _term(f"{norms} LayerNorm (γ, β)", norms * 2 * d, f"{norms} × 2 × {d}", matmul=False, per_layer=True),
+    ]
+    model = [
+        _term("word_embeddings", vocab * d, f"{vocab} × {d}", matmul=False),
+        _term("ln_f (γ, β)", 2 * d, f"2 × {d}", matmul=False),
+        _lm_head(cfg, at, "falcon", "word_embeddings", vocab, d),
+    ]
+    return _int(cfg, ("num_hidden_layers", "n_layer"), at), per_layer, model, 1 if side_by_side else 2
 
 
 def _expert_term(experts: int, k: int, d: int, width: int) -> dict:
@@ -154,15 +224,16 @@ def _once(cfg: dict, at: str, model_type: str, vocab: int, d: int) -> list[dict]
     ]
 
 
-def _lm_head(cfg: dict, at: str, model_type: str, embedding: str, vocab: int, d: int) -> dict:
+def _lm_head(cfg: dict, at: str, model_type: str, embedding: str, vocab: int, d: int, bias: bool = False) -> dict:
     """lm_head: the embedding matrix again when `tie_word_embeddings` (transformers' default per model type),
-    else its own vocab × d weights."""
+    else its own vocab × d weights (and a bias of vocab, GPT-J's)."""
     tied = cfg.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT)
     if not isinstance(tied, bool):
         raise InputError(at + "tie_word_embeddings", "true or false", describe(tied))
     if tied:
         return {**_term("lm_head (tied)", 0, f"= {embedding} ({vocab} × {d})", matmul=True), "matmul_count": vocab * d}
-    return {**_term("lm_head", vocab * d, f"{d} × {vocab}", matmul=True), "matmul_count": vocab * d}
+    count, formula = vocab * d + (vocab if bias else 0), f"{d} × {vocab}" + (f" + {vocab}" if bias else "")
+    return {**_term("lm_head", count, formula, matmul=True), "matmul_count": vocab * d}
 
 
 def _experts(cfg: dict, at: str, model_type: str, d: int) -> list[dict]:

@@ -108,7 +108,11 @@ def step_seconds(s: dict, hw: dict, eff, decode: float, new_tokens: float, keys:
     comm = 0.0
     values = (decode + new_tokens) * s["d_model"]
     if s["tp"] > 1:
-        comm += 2 * s["stage_layers"] * estimate.allreduce(values, s["value_bytes"], s["tp"], s["link"])["seconds"]
+        comm += (
+            s["reduces"]
+            * s["stage_layers"]
+            * estimate.allreduce(values, s["value_bytes"], s["tp"], s["link"])["seconds"]
+        )
     if s["pp"] > 1:
         comm += estimate.send(values, s["value_bytes"], s["link"])["seconds"]
     return estimate.step(
@@ -186,6 +190,7 @@ def shape(kv, params, weights, flops, gpus, prompt, generate, tp, pp, link) -> d
         "tp": tp,
         "pp": pp,
         "stage_layers": gpus["layers"],
+        "reduces": params["allreduces_per_layer"],  # all-reduces per layer under tensor parallelism
         "d_model": t["d_model"],
         "value_bytes": 4 if kv["compute_dtype"] == "fp32" else 2,
         "link": link,
