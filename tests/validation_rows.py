@@ -279,7 +279,9 @@ HELD_OUT = FRESH_4
 # measured figure, for a model with a config here on a GPU with a preset. Left out: speculative decoding (no term
 # for it), precision or parallelism `cost` cannot state (per-module NVFP4, expert parallelism), figures in no copy
 # that could be read (none is taken from memory), and rows whose GPU, version or TP is not stated; docs/cost.md lists
-# each one left out with its reason. No TP8 batch-1 decode row on an NVIDIA GPU passed the rule.
+# each one left out with its reason. No TP8 batch-1 decode row on an NVIDIA GPU passed the rule. Issue 37's eighth
+# session searched again under a rule written into docs/cost.md before anything was costed (decode, TP8, batch 1,
+# no speculative decoding); it admitted no row, so nothing was added here (docs/cost.md lists every candidate).
 # [TG] TensorRT-LLM's performance tuning guide (docs/source/legacy/performance/performance-tuning-guide/, NVIDIA/
 # TensorRT-LLM; its benchmark output prints "TensorRT-LLM Version: 0.16.0"): Llama-3.3-70B-Instruct on 4 NVLink-
 # connected H100-SXM-80GB, TP4, `trtllm-bench latency` ("enforces a batch size of 1"), 2,048 -> 2,048 tokens, 100
