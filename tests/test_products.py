@@ -302,3 +302,21 @@ def test_the_second_thread_raises_its_error_on_the_callers_and_checks_overflow_a
     seen.clear()
     products.in_two(lambda a, b: seen.append(threading.current_thread()), 10, 10)
     assert set(seen) == {threading.main_thread(), helpers[0]}
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        np.tril(np.ones((130, 130)))[64:128, :128],  # a causal block of rows: the last 64 keys blocked in part
+        np.tril(np.ones((40, 40))) * np.triu(np.ones((40, 40)), -5),  # a sliding window: blocked on both sides
+        (np.random.default_rng(3).random((17, 23)) > 0.4).astype(float),  # blocked anywhere
+    ],
+    ids=["causal block", "window", "scattered"],
+)
+def test_a_mask_written_over_its_scores_blocks_exactly_the_cells_np_where_does(mask):
+    """Mask(reuse=True) writes −∞ only in the columns the mask blocks somewhere: the same matrix as np.where."""
+    from attncalc.core import ops
+
+    s = np.random.default_rng(4).standard_normal((3, *mask.shape))
+    want = np.where(mask != 0, s, -np.inf)
+    assert np.array_equal(ops.Mask(None).compute(s.copy(), mask, reuse=True), want)
