@@ -320,3 +320,23 @@ def test_a_mask_written_over_its_scores_blocks_exactly_the_cells_np_where_does(m
     s = np.random.default_rng(4).standard_normal((3, *mask.shape))
     want = np.where(mask != 0, s, -np.inf)
     assert np.array_equal(ops.Mask(None).compute(s.copy(), mask, reuse=True), want)
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["one thread", "two threads"])
+def test_a_weight_is_finite_only_when_every_value_is(two, monkeypatch):
+    """fixture._all_finite (a sum of squares, each half of a large array on its own thread): a NaN or ±∞ in
+    either half is found, and finite values too large to square fall to the exact test, not a false refusal."""
+    from attncalc.core import fixture, products
+
+    monkeypatch.setattr(products, "two_cores", two)
+    monkeypatch.setattr(products, "SPLIT_VALUES", 1)
+    w = np.random.default_rng(5).standard_normal((64, 48)).astype(np.float32)
+    assert fixture._all_finite(w) and fixture._all_finite(w.T)
+    for cell in [(0, 0), (63, 47), (40, 3)]:  # the first half, the last value, the second half
+        for bad in (np.nan, np.inf, -np.inf):
+            v = w.copy()
+            v[cell] = bad
+            assert not fixture._all_finite(v) and not fixture._all_finite(v.T)
+    big = np.full((8, 8), 3e38, np.float32)  # finite, but its square overflows float32
+    with np.errstate(all="raise"):  # no warning, nor an error where a caller raises on overflow
+        assert fixture._all_finite(big)
