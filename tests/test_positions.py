@@ -367,3 +367,18 @@ def test_static_ntk_angles_by_hand():
     with pytest.raises(InputError) as info:
         rope_inv_freq(2, scaling={"type": "ntk", "factor": 2})
     assert info.value.where == "head_dim"
+
+
+def test_rope_trig_gives_the_kept_pair_only_for_equal_angles():
+    """rope_trig keeps the last (cos, sin): given again for equal angles and factor, never for others, and
+    never fooled by the caller changing its array afterwards."""
+    from attncalc.core.positions import rope_trig
+
+    angles = np.arange(12, dtype=float).reshape(4, 3) * 0.25
+    cos, sin = rope_trig(angles)
+    assert np.array_equal(cos, np.cos(angles)) and np.array_equal(sin, np.sin(angles))
+    assert rope_trig(angles.copy())[0] is cos  # equal angles: the same pair
+    assert np.array_equal(rope_trig(angles, 0.5)[1], np.sin(angles) * 0.5)  # another factor: computed
+    angles[0, 0] = 1.0  # the caller's array changed in place
+    assert np.array_equal(rope_trig(angles)[0], np.cos(angles))
+    assert not rope_trig(angles)[0].flags.writeable  # the kept pair cannot be written over

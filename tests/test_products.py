@@ -302,3 +302,41 @@ def test_the_second_thread_raises_its_error_on_the_callers_and_checks_overflow_a
     seen.clear()
     products.in_two(lambda a, b: seen.append(threading.current_thread()), 10, 10)
     assert set(seen) == {threading.main_thread(), helpers[0]}
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        np.tril(np.ones((130, 130)))[64:128, :128],  # a causal block of rows: the last 64 keys blocked in part
+        np.tril(np.ones((40, 40))) * np.triu(np.ones((40, 40)), -5),  # a sliding window: blocked on both sides
+        (np.random.default_rng(3).random((17, 23)) > 0.4).astype(float),  # blocked anywhere
+    ],
+    ids=["causal block", "window", "scattered"],
+)
+def test_a_mask_written_over_its_scores_blocks_exactly_the_cells_np_where_does(mask):
+    """Mask(reuse=True) writes −∞ only in the columns the mask blocks somewhere: the same matrix as np.where."""
+    from attncalc.core import ops
+
+    s = np.random.default_rng(4).standard_normal((3, *mask.shape))
+    want = np.where(mask != 0, s, -np.inf)
+    assert np.array_equal(ops.Mask(None).compute(s.copy(), mask, reuse=True), want)
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["one thread", "two threads"])
+def test_a_weight_is_finite_only_when_every_value_is(two, monkeypatch):
+    """fixture._all_finite (a sum of squares, each half of a large array on its own thread): a NaN or ±∞ in
+    either half is found, and finite values too large to square fall to the exact test, not a false refusal."""
+    from attncalc.core import fixture, products
+
+    monkeypatch.setattr(products, "two_cores", two)
+    monkeypatch.setattr(products, "SPLIT_VALUES", 1)
+    w = np.random.default_rng(5).standard_normal((64, 48)).astype(np.float32)
+    assert fixture._all_finite(w) and fixture._all_finite(w.T)
+    for cell in [(0, 0), (63, 47), (40, 3)]:  # the first half, the last value, the second half
+        for bad in (np.nan, np.inf, -np.inf):
+            v = w.copy()
+            v[cell] = bad
+            assert not fixture._all_finite(v) and not fixture._all_finite(v.T)
+    big = np.full((8, 8), 3e38, np.float32)  # finite, but its square overflows float32
+    with np.errstate(all="raise"):  # no warning, nor an error where a caller raises on overflow
+        assert fixture._all_finite(big)

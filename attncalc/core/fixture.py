@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from attncalc.core.products import on_demand
+from attncalc.core.products import in_two, on_demand
 from attncalc.errors import InputError, describe
 
 _MISSING = object()
@@ -73,9 +73,18 @@ def _all_finite(arr: np.ndarray) -> bool:
     """np.isfinite(arr).all(), read once without a mask of its size: a sum of squares is finite only when
     every value is (NaN and ±∞ carry into it); a finite value too large to square makes it ∞ too, and the
     exact test decides. SmolLM2's 106 M weights, read first here (page faults, most of it): 0.09 s of CPU
-    against 0.055 s."""
+    against 0.055 s. A large array's two halves are read on two threads (in_two; np.dot releases the GIL)."""
     flat = arr.ravel(order="K")  # (a view of a transposed weight: no copy)
-    return bool(np.isfinite(np.dot(flat, flat))) or bool(np.isfinite(arr).all())
+    half, sums = flat.size // 2, [0.0, 0.0]
+
+    def work(start, stop):
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the answer ∞, not a warning
+            for k in range(start, stop):
+                part = flat[:half] if k == 0 else flat[half:]
+                sums[k] = np.dot(part, part)
+
+    in_two(work, 2, flat.size)
+    return bool(np.isfinite(sums[0]) and np.isfinite(sums[1])) or bool(np.isfinite(arr).all())
 
 
 def _from_array(value, path: str, allow_neg_inf: bool) -> np.ndarray:

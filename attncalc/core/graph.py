@@ -17,6 +17,32 @@ from attncalc.core.products import on_demand
 from attncalc.errors import InputError
 
 
+def _elsewhere(v: np.ndarray, owner) -> bool:
+    """Whether v's memory is surely not owner's: v owns its own, or is a view of another array that owns
+    its own (NumPy points a view's base at the array owning the memory). Anything else (a view through a
+    buffer, as_strided's) is asked of np.may_share_memory."""
+    base = v.base
+    if base is None:
+        return v is not owner
+    return base is not owner and type(base) is np.ndarray and base.base is None
+
+
+def _shared(a: np.ndarray, name: str, cache: dict) -> bool:
+    """Whether a value in `cache` other than `name`'s may share memory with a (so a cannot be written
+    over). Only arrays of a's own memory are compared (a 512-token forward asks this 17,000 times)."""
+    base = a.base
+    owner = a if base is None else base
+    if type(owner) is not np.ndarray or owner.base is not None:  # memory from elsewhere: compare with all
+        owner = None
+    return any(
+        k != name
+        and isinstance(v, np.ndarray)
+        and not (owner is not None and _elsewhere(v, owner))
+        and np.may_share_memory(v, a)
+        for k, v in cache.items()
+    )
+
+
 def _compute(name: str, op, args, **kw):
     """op.compute(*args); finite inputs so large that float64 overflows are bad input naming the
     tensor (exit 2, one line), not NumPy warnings and NaN further on."""
@@ -161,10 +187,7 @@ class Graph:
                 and first in made
                 and first not in keep
                 and uses[first] == 1
-                and not any(
-                    k != first and isinstance(v, np.ndarray) and np.may_share_memory(v, args[0])
-                    for k, v in self.cache.items()
-                )
+                and not _shared(args[0], first, self.cache)
             )
             try:
                 out = _compute(cur, node.op, args, **({"reuse": True} if spare else {}))

@@ -266,8 +266,11 @@ class Mask(Op):
         if allowed.all():
             return s  # nothing blocked: no copy of an h·n² matrix
         if reuse and s.flags.c_contiguous:
-            heads, blocked = s.reshape(-1, *s.shape[-2:]), ~allowed  # [n, m] broadcast over the heads
-            in_two(lambda a, b: np.copyto(heads[a:b], -np.inf, where=blocked), len(heads), s.size)
+            blocked = ~allowed  # [n, m] broadcast over the heads, written only in the columns it blocks
+            cols = np.flatnonzero(np.logical_or.reduce(blocked, axis=0))  # (a causal block: its last rows')
+            span = slice(int(cols[0]), int(cols[-1]) + 1)
+            heads, where = s.reshape(-1, *s.shape[-2:])[..., span], blocked[:, span]
+            in_two(lambda a, b: np.copyto(heads[a:b], -np.inf, where=where), len(heads), heads.size)
             return s
         return np.where(allowed, s, -np.inf)
 

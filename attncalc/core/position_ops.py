@@ -168,16 +168,18 @@ class Rope(Op):
         n, width = x.shape
         dk = width // self.h
 
-        def rows(x, angles, out):
+        def rows(x, angles, out, trig=None):
             xh = x.reshape(len(x), self.h, dk).transpose(1, 0, 2)  # [h, n, d_k]
             into = out.reshape(len(x), self.h, dk).transpose(1, 0, 2)  # (a view of out's rows)
-            positions.rope_rotate(xh, angles, self.layout, self.factor, into)
+            positions.rope_rotate(xh, angles, self.layout, self.factor, into, trig)
 
-        if np.shape(angles)[:1] != (n,):  # not a row of angles per row of x: one call, whose error names it
+        if np.shape(angles)[:1] != (n,) or np.ndim(angles) != 2:  # one call, whose error names it
             out = np.empty(x.shape)
             rows(x, angles, out)
             return out
-        return rowwise(rows, x, np.asarray(angles, dtype=float))
+        angles = np.asarray(angles, dtype=float)
+        cos, sin = positions.rope_trig(angles, self.factor)  # once for both threads' rows
+        return rowwise(lambda x, a, c, s, out: rows(x, a, out, (c, s)), x, angles, cos, sin)
 
     def explain(self, xs, idx, g):
         x, angles = xs

@@ -198,12 +198,36 @@ def _check_layout(layout: str) -> None:
         raise InputError("layout", "one of " + ", ".join(LAYOUTS), describe(layout))
 
 
+_last_trig: list = [None]  # (angles, factor, cos, sin) of the last rope_trig: every layer's Q and K share them
+
+
+def rope_trig(angles: np.ndarray, attention_factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(cos, sin) of angles [n, head_dim//2], each times attention_factor (read-only). A 512-token forward
+    asks for the same ones 60 times (Q and K of every layer): the last pair is kept with a copy of its
+    angles and given again when the angles equal it, value for value (a comparison costs a tenth of them)."""
+    angles = np.asarray(angles, dtype=np.float64)
+    last = _last_trig[0]
+    if (
+        last is not None
+        and last[1] == attention_factor
+        and last[0].shape == angles.shape
+        and np.array_equal(last[0], angles)
+    ):
+        return last[2], last[3]
+    cos, sin = np.cos(angles) * attention_factor, np.sin(angles) * attention_factor
+    for a in (cos, sin):
+        a.flags.writeable = False
+    _last_trig[0] = (angles.copy(), attention_factor, cos, sin)
+    return cos, sin
+
+
 def rope_rotate(
-    x: np.ndarray, angles: np.ndarray, layout: str = "half", attention_factor: float = 1.0, out=None
+    x: np.ndarray, angles: np.ndarray, layout: str = "half", attention_factor: float = 1.0, out=None, trig=None
 ) -> np.ndarray:
-    """Rotate x [..., n, head_dim] by angles [n, head_dim//2]; cos and sin scaled by attention_factor as HF.
-    Into `out` (x's shape, any strides) when given; each half is x₁·cos − x₂·sin (x₂·cos + x₁·sin) written
-    product by product into it, with one temporary of half its size."""
+    """Rotate x [..., n, head_dim] by angles [n, head_dim//2]; cos and sin scaled by attention_factor as HF
+    (`trig`: those two, [n, head_dim//2] each, when the caller has them). Into `out` (x's shape, any strides)
+    when given; each half is x₁·cos − x₂·sin (x₂·cos + x₁·sin) written product by product into it, with one
+    temporary of half its size."""
     _check_layout(layout)
     x = np.asarray(x, dtype=np.float64)  # [..., n, head_dim]
     angles = np.asarray(angles, dtype=np.float64)  # [n, head_dim/2]
@@ -211,8 +235,7 @@ def rope_rotate(
         raise InputError("head_dim", "an even last dimension of x for RoPE", describe(x.shape))
     if angles.shape != (x.shape[-2], x.shape[-1] // 2):
         raise InputError("angles", f"shape {(x.shape[-2], x.shape[-1] // 2)}", describe(angles.shape))
-    cos = np.cos(angles) * attention_factor  # [n, head_dim/2]
-    sin = np.sin(angles) * attention_factor  # [n, head_dim/2]
+    cos, sin = rope_trig(angles, attention_factor) if trig is None else trig  # [n, head_dim/2] each
     out = np.empty_like(x) if out is None else out  # [..., n, head_dim]
     halves = (
         (slice(None, x.shape[-1] // 2), slice(x.shape[-1] // 2, None))
