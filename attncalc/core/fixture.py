@@ -92,6 +92,7 @@ def _from_array(value, path: str, allow_neg_inf: bool) -> np.ndarray:
     as a float array, checked like a nested list: numbers only, finite (−∞ where allowed), the first bad cell
     named. float32 stays float32 (a real model's weights: the matmuls widen them exactly, and a float64 copy
     would double the memory of every weight read)."""
+    verified = getattr(value, "verified", None)  # a checkpoint weight its file found finite already
     arr = np.asarray(value)
     if arr.dtype.kind not in "iuf":  # bool, complex, strings, objects: the list path names the bad cell
         return to_array(arr.tolist(), path, allow_neg_inf)
@@ -99,7 +100,7 @@ def _from_array(value, path: str, allow_neg_inf: bool) -> np.ndarray:
     if arr.size and not any(arr.strides):  # one number repeated (a checkpoint's stand-in, np.broadcast_to)
         if np.isfinite(arr.flat[0]):
             return arr
-    elif _all_finite(arr):
+    elif (verified is not None and verified()) or _all_finite(arr):
         return arr
     bad = ~np.isfinite(arr) & ~(np.isneginf(arr) if allow_neg_inf else False)
     if bad.any():

@@ -41,7 +41,7 @@ def fixture(fields, tensors) -> dict:
         """Columns k·d … (k + 1)·d of c_attn: Q, K, V in that order."""
         if lazy.shape[-1] != 3 * d:
             raise InputError(tensors.located(lazy.name), f"{3 * d} columns (Q, K, V of d = {d})", str(lazy.shape[-1]))
-        return lazy.then(lambda a: a[..., k * d : (k + 1) * d], shape)
+        return lazy.then(lambda a: a[..., k * d : (k + 1) * d], shape, keeps_finite=True)
 
     layers = []
     for i in range(count):

@@ -105,7 +105,7 @@ def fixture(fields, tensors) -> dict:
                     f"rows in whole rotary pairs for each of {heads_of_rows} heads (a multiple of {2 * heads_of_rows})",
                     str(rows),
                 )
-            lazy = lazy.then(lambda rows: unpermute(rows, heads_of_rows), lazy.shape)
+            lazy = lazy.then(lambda rows: unpermute(rows, heads_of_rows), lazy.shape, keeps_finite=True)
         return lazy.T if part == "weight" else lazy
 
     qwen2 = fields.get("model_type") == "qwen2"

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 import struct
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from attncalc.core import products
 from attncalc.errors import InputError, describe
 from attncalc.inputs import files
 
@@ -32,6 +35,39 @@ ITEM_BYTES = {
 }  # fmt: skip
 WEIGHT_TYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2"}  # BF16: the top half of a float32
 COMPLEX = ("C64", "C128")
+
+
+AHEAD_BYTES = 1 << 30  # a file's data checked whole ahead of use up to this size (FiniteAhead)
+
+
+class FiniteAhead:
+    """Whether every float32 of a file's data is finite, worked out on a thread of its own as soon as the file
+    is opened: one np.dot of the data with itself (a sum of squares is finite only when every value is, as
+    fixture._all_finite), which releases the GIL while it reads the mapped pages, so it runs while the
+    command reads the tokenizer (the tokenizers library holds the GIL for ~0.1 s) instead of after it, at
+    each weight's first use. Called, it waits for the answer: True lets a weight of this file skip its own
+    check; False (a non-finite value somewhere, or bytes that are not float32: another dtype, padding)
+    leaves every weight to its own check, which names the bad value. A forked child asks its own check."""
+
+    def __init__(self, buffer, start: int, count: int):
+        self._done, self._finite, self._pid = threading.Event(), False, os.getpid()
+        threading.Thread(target=self._run, args=(buffer, start, count), name="attncalc-finite", daemon=True).start()
+
+    def _run(self, buffer, start: int, count: int) -> None:
+        try:
+            flat = np.frombuffer(buffer, "<f4", count, start)
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the answer ∞
+                self._finite = bool(np.isfinite(np.dot(flat, flat)))
+        except BaseException:  # (a file shrunk under the map …): each weight checks itself
+            self._finite = False
+        finally:
+            self._done.set()
+
+    def __call__(self) -> bool:
+        if os.getpid() != self._pid:
+            return False
+        self._done.wait()
+        return self._finite
 
 
 @dataclass(frozen=True)
@@ -125,6 +161,18 @@ class SafetensorsFile:
                 raise InputError(
                     f"{path}: {second}: data_offsets", f"bytes of its own (not those of {first})", "overlap"
                 )
+        self._data, self._ahead = data_start, None
+        floats = any(e.dtype == "F32" and e.end > e.start for e in self.entries.values())
+        if floats and products.two_cores and 4 <= size - data_start <= AHEAD_BYTES:  # a second core is free
+            self._ahead = FiniteAhead(self._map, data_start, (size - data_start) // 4)
+
+    def finite_ahead(self, name: str) -> FiniteAhead | None:
+        """The whole file's finite check, for a float32 tensor whose values it reads as they are stored (its
+        bytes a whole number of float32s from the data's start); else None."""
+        e = self.entries[name]
+        if self._ahead is None or e.dtype != "F32" or (e.start - self._data) % 4:
+            return None
+        return self._ahead
 
     def array(self, name: str, rows=None) -> np.ndarray:
         """The tensor as stored (BF16 widened to float32 exactly); read-only, a view of the file where it can be.

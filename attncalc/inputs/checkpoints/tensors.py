@@ -25,8 +25,10 @@ from attncalc.errors import InputError
 class Lazy:
     """A weight of a checkpoint, read (dequantised, widened to float32) on first use."""
 
-    def __init__(self, read: Callable[[], np.ndarray], shape: tuple, name: str):
-        self._read, self.shape, self.name = read, tuple(shape), name
+    def __init__(self, read: Callable[[], np.ndarray], shape: tuple, name: str, verified=None):
+        """`verified`: a callable saying True when every value was found finite already (a safetensors file
+        checked whole while the command went on: safetensors_format.FiniteAhead), else None."""
+        self._read, self.shape, self.name, self.verified = read, tuple(shape), name, verified
         self._value: np.ndarray | None = None
 
     @property
@@ -52,19 +54,20 @@ class Lazy:
         arr = self.value()
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
-    def then(self, transform: Callable[[np.ndarray], np.ndarray], shape: tuple) -> Lazy:
-        """A Lazy of `transform(this)` (a transpose, un-permuted rows, float64), still unread."""
-        return Lazy(lambda: transform(self._fresh()), shape, self.name)
+    def then(self, transform: Callable[[np.ndarray], np.ndarray], shape: tuple, keeps_finite: bool = False) -> Lazy:
+        """A Lazy of `transform(this)` (a transpose, un-permuted rows, float64), still unread; `keeps_finite`:
+        the transform only moves, picks or widens values, so what was found finite stays so."""
+        return Lazy(lambda: transform(self._fresh()), shape, self.name, self.verified if keeps_finite else None)
 
     @property
     def T(self) -> Lazy:  # noqa: N802  (as NumPy spells it)
         """nn.Linear stores [out, in]; attncalc multiplies x·W with W [in, out]."""
-        return self.then(lambda a: a.T, self.shape[::-1])
+        return self.then(lambda a: a.T, self.shape[::-1], keeps_finite=True)
 
     def widened(self) -> Lazy:
         """Kept as float64 (twice the memory): the products no longer need it (core/products.py widens
         a block at a time), for a caller that wants the float64 array itself."""
-        return self.then(lambda a: a.astype(np.float64), self.shape)
+        return self.then(lambda a: a.astype(np.float64), self.shape, keeps_finite=True)
 
     def __repr__(self) -> str:
         return f"<{self.name} {'×'.join(map(str, self.shape))}>"
@@ -159,7 +162,7 @@ class SafetensorsFiles:
         if file is None:
             shards = sorted({f.path for f in self.where.values()}) or ["the checkpoint"]
             raise InputError(f"checkpoint tensor {name}", "a tensor of " + ", ".join(shards)[:200], "no such tensor")
-        return Lazy(lambda: file.array(name), file.entries[name].shape, name)
+        return Lazy(lambda: file.array(name), file.entries[name].shape, name, file.finite_ahead(name))
 
     def rows(self, name: str) -> Rows:
         """An embedding table read by rows (`Rows`)."""
