@@ -11,6 +11,7 @@ import pytest
 
 from attncalc.core import fixture, products
 from attncalc.errors import InputError
+from attncalc.inputs.checkpoints import safetensors_format
 from attncalc.inputs.checkpoints.safetensors_format import FiniteAhead, SafetensorsFile
 from attncalc.inputs.checkpoints.tensors import SafetensorsFiles
 
@@ -86,8 +87,19 @@ def test_a_tensor_not_read_as_float32_from_the_data_start_is_not_covered(tmp_pat
     path = tmp_path / "odd.safetensors"
     path.write_bytes(len(text).to_bytes(8, "little") + text + half.tobytes() + single.tobytes())
     file = SafetensorsFile(str(path))
+    file.check_ahead()
     assert file.finite_ahead("h") is None and file.finite_ahead("f") is None
     assert np.array_equal(file.array("f"), single)
+    plain = SafetensorsFile(write(tmp_path, {"f": single}))
+    plain.check_ahead()
+    assert plain.finite_ahead("f")() is True  # the same tensor at the data's start is covered
+
+
+def test_a_checkpoint_larger_than_the_budget_checks_each_weight_as_it_is_used(tmp_path, two, monkeypatch):
+    """A command may need one layer of a large model: its files are not read whole ahead of use."""
+    path = write(tmp_path, crafted.weights())
+    monkeypatch.setattr(safetensors_format, "AHEAD_BYTES", SafetensorsFile(path).data_bytes - 1)
+    assert SafetensorsFiles([path]).get(DOWN).verified is None
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")

@@ -37,7 +37,7 @@ WEIGHT_TYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2"}  # BF16
 COMPLEX = ("C64", "C128")
 
 
-AHEAD_BYTES = 1 << 30  # a file's data checked whole ahead of use up to this size (FiniteAhead)
+AHEAD_BYTES = 1 << 30  # a checkpoint's data checked whole ahead of use (FiniteAhead) when its files hold ≤ this
 
 
 class FiniteAhead:
@@ -161,10 +161,14 @@ class SafetensorsFile:
                 raise InputError(
                     f"{path}: {second}: data_offsets", f"bytes of its own (not those of {first})", "overlap"
                 )
-        self._data, self._ahead = data_start, None
+        self._data, self.data_bytes, self._ahead = data_start, size - data_start, None
+
+    def check_ahead(self) -> None:
+        """Start FiniteAhead on this file's data when it holds float32 weights and a second core is free
+        (SafetensorsFiles asks it of a checkpoint's files when all of them together are ≤ AHEAD_BYTES)."""
         floats = any(e.dtype == "F32" and e.end > e.start for e in self.entries.values())
-        if floats and products.two_cores and 4 <= size - data_start <= AHEAD_BYTES:  # a second core is free
-            self._ahead = FiniteAhead(self._map, data_start, (size - data_start) // 4)
+        if floats and products.two_cores and self.data_bytes >= 4 and self._ahead is None:
+            self._ahead = FiniteAhead(self._map, self._data, self.data_bytes // 4)
 
     def finite_ahead(self, name: str) -> FiniteAhead | None:
         """The whole file's finite check, for a float32 tensor whose values it reads as they are stored (its

@@ -140,15 +140,20 @@ class SafetensorsFiles:
     """Every tensor of one or more .safetensors files (a sharded checkpoint), memory-mapped."""
 
     def __init__(self, paths: list[str]):
-        from attncalc.inputs.checkpoints.safetensors_format import SafetensorsFile
+        from attncalc.inputs.checkpoints.safetensors_format import AHEAD_BYTES, SafetensorsFile
 
         self.where: dict[str, SafetensorsFile] = {}
+        opened = []
         for path in paths:
             file = SafetensorsFile(path)
+            opened.append(file)
             for name in file.entries:
                 if name in self.where:
                     raise InputError(f"{path}: {name}", "each tensor in one shard", f"also in {self.where[name].path}")
                 self.where[name] = file
+        if sum(f.data_bytes for f in opened) <= AHEAD_BYTES:  # (a command may need one layer of a large model)
+            for file in opened:
+                file.check_ahead()
 
     def names(self) -> list[str]:
         return list(self.where)
