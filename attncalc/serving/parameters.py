@@ -16,14 +16,8 @@ from attncalc.serving.kvcache import is_encoder_only, kv_heads_of
 # gate/up/down MLP, RMSNorm
 GATED = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "granite")
 MOE = ("mixtral", "qwen2_moe", "qwen3_moe")  # the gated MLP as E experts, k of them per token, and a router
-TIED_BY_DEFAULT = (
-    "gemma",
-    "gemma2",
-    "gemma3",
-    "gemma3_text",
-    "gpt2",
-    "falcon",
-)  # transformers' default tie_word_embeddings
+# transformers' default tie_word_embeddings
+TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text", "gpt2", "falcon")
 QKV_BIAS_ALWAYS = ("qwen2", "qwen2_moe")  # Qwen2Attention, Qwen2MoeAttention: q, k, v with bias, o without
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attncalc.core import products
+from attncalc.core.fixture import squares_finite
 from attncalc.errors import InputError, describe
 from attncalc.inputs import files
 
@@ -42,10 +43,9 @@ AHEAD_BYTES = 1 << 30  # a checkpoint's data checked whole ahead of use (FiniteA
 
 class FiniteAhead:
     """Whether every float32 of a file's data is finite, worked out on a thread of its own as soon as the file
-    is opened: one np.dot of the data with itself (a sum of squares is finite only when every value is, as
-    fixture._all_finite), which releases the GIL while it reads the mapped pages, so it runs while the
-    command reads the tokenizer (the tokenizers library holds the GIL for ~0.1 s) instead of after it, at
-    each weight's first use. Called, it waits for the answer: True lets a weight of this file skip its own
+    is opened: fixture.squares_finite of the whole data, one BLAS call that releases the GIL while it reads
+    the mapped pages, so it runs while the command reads the tokenizer (the tokenizers library holds the GIL
+    for ~0.1 s) instead of after it, at each weight's first use. Called, it waits for the answer: True lets a weight of this file skip its own
     check; False (a non-finite value somewhere, or bytes that are not float32: another dtype, padding)
     leaves every weight to its own check, which names the bad value. A forked child asks its own check."""
 
@@ -55,9 +55,7 @@ class FiniteAhead:
 
     def _run(self, buffer, start: int, count: int) -> None:
         try:
-            flat = np.frombuffer(buffer, "<f4", count, start)
-            with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the answer ∞
-                self._finite = bool(np.isfinite(np.dot(flat, flat)))
+            self._finite = squares_finite(np.frombuffer(buffer, "<f4", count, start))
         except BaseException:  # (a file shrunk under the map …): each weight checks itself
             self._finite = False
         finally:
