@@ -336,3 +336,89 @@ def _gptj_falcon():
 
 
 GPTJ_FALCON = _gptj_falcon()  # issue 37's seventh session: held out, costed once
+
+
+# Issue 37's ninth session: every stored TensorRT-LLM performance page of a version no group above uses (v0.8.0,
+# v0.10.0, v0.11.0, v0.13.0, v0.14.0, v0.15.0, v0.20 in two editions, v0.21), every number transcribed as published
+# into `tests/validation_trtllm_versions.csv` and committed before any row was costed. Which rows are costed follows
+# the rule docs/cost.md wrote down first ("Held out, TensorRT-LLM's other versions"); `versions_left_out` says why
+# each other row is not. Costed once with the model as it stood on main (8c132e9); no term changed after.
+VERSIONS_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "validation_trtllm_versions.csv")
+VERSION_GPUS = (("GH200", None), ("GB200", None), ("PCIE", None), ("H200", "H200"), ("H100", "H100-SXM"),
+                ("A100", "A100-80GB"), ("L40S", "L40S"), ("B200", "B200"))  # fmt: skip
+VERSION_PRECISION = {"FP8": FP8, "FP16": dict(dtype="fp16"), "MIXED": dict(dtype="fp16")}  # "Mixed": an FP16 engine
+VERSION_FIGURES = {("in-flight", "tok/s"): "in-flight tok/s", ("in-flight", "tok/s/GPU"): "in-flight tok/s/GPU",
+                   ("static", "tok/s/GPU"): "static tok/s/GPU", ("static", "tok/s"): "static tok/s",
+                   ("first-token", "ms"): "TTFT engine"}  # fmt: skip
+
+
+def _version_config(model: str) -> str | None:
+    """The config a page's model name is costed with, or None: no config here."""
+    import re
+
+    name = model.lower()
+    size = re.findall(r"(\d+)b\b", name)
+    if "mixtral" in name:
+        return "mixtral-8x7b.json" if "8x7b" in name else None
+    if "gpt-j" in name or "gptj" in name:
+        return "gpt-j-6b.json"
+    if "falcon" in name:
+        return "falcon-180b.json" if size == ["180"] else None
+    if "mistral" in name:
+        return "mistral-7b-v0.1.json" if size == ["7"] else None
+    if "llama" not in name or re.search(r"v4|llama 4|maverick|scout", name) or not size:
+        return None
+    three = re.search(r"v3|llama 3", name) is not None  # TR08's "LLaMA 7B"/"LLaMA 70B" are Llama 2, as T09's
+    return {(False, "7"): "llama-2-7b.json", (False, "70"): "llama-2-70b.json", (True, "8"): "llama-3-8b.json",
+            (True, "70"): "llama-3-70b.json", (True, "405"): "llama-3.1-405b.json"}.get((three, size[-1]))  # fmt: skip
+
+
+def versions_left_out(r: dict) -> str | None:
+    """Why the rule leaves this published row out, or None when it is costed."""
+    mode = r["mode"].split(";")
+    if r["source"] == "TR20c":
+        return "v0.20's older edition: its own note says its runs had CUDA graphs off by mistake; TR20 replaced it"
+    if mode[0] in ("serving", "online"):
+        return "the v0.14 online-serving table T17's page carries, whose rows the request overhead was set near"
+    if len(mode) > 1:
+        return "attention data or expert parallelism"
+    if _version_config(r["model"]) is None:
+        return "no config here"
+    gpu = next((preset for label, preset in VERSION_GPUS if label in r["gpu"].upper().replace(" ", "")), "none")
+    if gpu is None or gpu == "none":
+        return "no preset for this GPU"
+    if r["precision"].upper() not in VERSION_PRECISION:
+        return "a precision cost does not state"
+    if "mistral" in r["model"].lower() and int(r["prompt"]) + int(r["generate"]) > 4096:
+        return "past Mistral 7B's 4,096-token window"
+    return None
+
+
+def _versions():
+    rows, left_out = [], []
+    with open(VERSIONS_TABLE, encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            if (why := versions_left_out(r)) is not None:
+                left_out.append((r, why))
+                continue
+            gpu = next(preset for label, preset in VERSION_GPUS if label in r["gpu"].upper().replace(" ", ""))
+            tp, pp, prompt, generate = int(r["tp"]), int(r["pp"]), int(r["prompt"]), int(r["generate"])
+            kw = dict(prompt=prompt, generate=generate, tp=tp, **VERSION_PRECISION[r["precision"].upper()])
+            if pp > 1:
+                kw["pp"] = pp
+            figure = VERSION_FIGURES[(r["mode"], r["unit"])]
+            if figure.startswith("in-flight"):
+                kw["engine"], tag = "trtllm", "load"
+            else:
+                kw["batch"] = int(r["batch"])
+                tag = "ttft" if figure == "TTFT engine" else f"b{kw['batch']}"
+            name = r["model"].replace("LLaMA ", "Llama").replace(" ", "")
+            parallel = f"TP{tp}" + (f"PP{pp}" if pp > 1 else "")
+            key = f"{r['source']}-{name}-{gpu.split('-')[0]}-{r['precision'].lower()}-{parallel}-{tag}-{prompt}-{generate}"
+            value = float(r["value"])
+            rows.append((key, figure, _version_config(r["model"]), gpu, kw, int(value) if value.is_integer() else value,
+                         r["source"]))  # fmt: skip
+    return rows, left_out
+
+
+VERSIONS_ALL, VERSIONS_LEFT_OUT = _versions()  # issue 37's ninth session: held out, costed once
