@@ -1,6 +1,6 @@
 """Print docs/cost.md's validation tables (every group) and their summaries from tests/validation_rows.py.
 
-    .venv/bin/python bench/validation_table.py [chosen] [inspected] [held] [batch1] [gf]   (default: every group)
+    .venv/bin/python bench/validation_table.py [chosen] [inspected] [held] [batch1] [gf] [versions]   (default: every group)
 
 Every figure is recomputed by `attncalc.serving.cost.serving_cost`; tests/test_serving.py checks the page
 against the same computation, so paste the output when the model or a row changes.
@@ -13,7 +13,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
-from validation_rows import BATCH_ONE, CHOSEN, EXAMINED, GPTJ_FALCON, HELD_OUT, figures  # noqa: E402
+from validation_rows import BATCH_ONE, CHOSEN, EXAMINED, GPTJ_FALCON, HELD_OUT, VERSIONS, figures  # noqa: E402
 
 from attncalc.inputs.model_config import read_config  # noqa: E402
 from attncalc.serving.cost import serving_cost  # noqa: E402
@@ -65,6 +65,7 @@ if __name__ == "__main__":
         ("held", "Held out", HELD_OUT),
         ("batch1", "Held out, batch 1", BATCH_ONE),
         ("gf", "Held out, GPT-J and Falcon", GPTJ_FALCON),
+        ("versions", "Held out, TensorRT-LLM's other versions", VERSIONS),
     )
     wanted = sys.argv[1:] or [key for key, _, _ in groups]
     for _, name, rows in (group for group in groups if group[0] in wanted):
@@ -73,4 +74,4 @@ if __name__ == "__main__":
         for row, result in zip(rows, results):
             print(line(row, *result))
         within, count, median = summary([e for _, _, e, _ in results])
-        print(f"\n{name}: {within} of {count} within ±25 %, median absolute error {median:.0%}.")
+        print(f"\n{name}: {within:,} of {count:,} within ±25 %, median absolute error {median:.0%}.")
