@@ -375,6 +375,12 @@ def _version_config(model: str) -> str | None:
             (True, "70"): "llama-3-70b.json", (True, "405"): "llama-3.1-405b.json"}.get((three, size[-1]))  # fmt: skip
 
 
+def _version_gpu(label: str) -> str | None:
+    """The preset a page's GPU label is costed on, or None: no preset (GH200, GB200, A100 PCIe, any other)."""
+    squeezed = label.upper().replace(" ", "")
+    return next((preset for name, preset in VERSION_GPUS if name in squeezed), None)
+
+
 def versions_left_out(r: dict) -> str | None:
     """Why the rule leaves this published row out, or None when it is costed."""
     mode = r["mode"].split(";")
@@ -386,8 +392,7 @@ def versions_left_out(r: dict) -> str | None:
         return "attention data or expert parallelism"
     if _version_config(r["model"]) is None:
         return "no config here"
-    gpu = next((preset for label, preset in VERSION_GPUS if label in r["gpu"].upper().replace(" ", "")), "none")
-    if gpu is None or gpu == "none":
+    if _version_gpu(r["gpu"]) is None:
         return "no preset for this GPU"
     if r["precision"].upper() not in VERSION_PRECISION:
         return "a precision cost does not state"
@@ -403,7 +408,7 @@ def _versions():
             if (why := versions_left_out(r)) is not None:
                 left_out.append((r, why))
                 continue
-            gpu = next(preset for label, preset in VERSION_GPUS if label in r["gpu"].upper().replace(" ", ""))
+            gpu = _version_gpu(r["gpu"])
             tp, pp, prompt, generate = int(r["tp"]), int(r["pp"]), int(r["prompt"]), int(r["generate"])
             kw = dict(prompt=prompt, generate=generate, tp=tp, **VERSION_PRECISION[r["precision"].upper()])
             if pp > 1:
