@@ -430,3 +430,26 @@ def _versions():
 
 VERSIONS_ALL, VERSIONS_LEFT_OUT = _versions()  # issue 37's ninth session: held out, costed once
 VERSIONS = [row for row in VERSIONS_ALL if row[0] not in BEATS_ITS_BOUND]
+
+
+# Issue 37's ninth session, a third search for TP8 batch-1 decode rows on NVIDIA GPUs (its rule and every candidate
+# in docs/cost.md, written before any row was costed). [FTG] FasterTransformer's `docs/gpt_guide.md`, "Performance"
+# (NVIDIA/FasterTransformer at df4a7534): 8 x A100-80GB linked by NVSwitch, FP16, tensor parallelism 8, batch 1,
+# end-to-end latency of a stated output length in ms (here in s, the unit of `static s`), for FasterTransformer and,
+# on GPT-175B and GPT-89B, the Megatron column beside it. The models' configs come from FasterTransformer's own
+# description of them (tests/configs/SOURCES.md). Costed once with the model as it stood on main; no term changed.
+FTG = "FTG"
+TP8_LATENCY = (  # (model, config, engine, prompt, generate, milliseconds)
+    ("GPT175B", "ft-gpt-175b.json", "FT", 128, 8, 488.86), ("GPT175B", "ft-gpt-175b.json", "Megatron", 128, 8, 660.38),
+    ("GPT175B", "ft-gpt-175b.json", "FT", 512, 32, 1719.96), ("GPT175B", "ft-gpt-175b.json", "Megatron", 512, 32, 2384.78),
+    ("GPT89B", "ft-gpt-89b.json", "FT", 128, 8, 279.44), ("GPT89B", "ft-gpt-89b.json", "Megatron", 128, 8, 342.86),
+    ("GPT89B", "ft-gpt-89b.json", "FT", 512, 32, 887.52), ("GPT89B", "ft-gpt-89b.json", "Megatron", 512, 32, 1244.81),
+    ("GPT20B", "ft-gpt-20b.json", "FT", 20, 8, 89), ("GPT20B", "ft-gpt-20b.json", "FT", 60, 20, 212),
+    ("GPT20B", "ft-gpt-20b.json", "FT", 128, 20, 217), ("GPT20B", "ft-gpt-20b.json", "FT", 80, 200, 2053),
+    ("GPT20B", "ft-gpt-20b.json", "FT", 200, 200, 2080),
+)  # fmt: skip
+TP8_BATCH_ONE = [
+    (f"FTG-{engine}-{model}-A100-TP8-b1-{prompt}-{generate}", "static s", config, "A100-80GB",
+     dict(prompt=prompt, generate=generate, batch=1, tp=8, dtype="fp16"), ms / 1000, FTG)
+    for model, config, engine, prompt, generate, ms in TP8_LATENCY
+]  # fmt: skip
