@@ -1,6 +1,6 @@
 """Print docs/cost.md's validation tables (every group) and their summaries from tests/validation_rows.py.
 
-    .venv/bin/python bench/validation_table.py [chosen] [inspected] [held] [batch1] [gf] [versions]   (default: every group)
+    .venv/bin/python bench/validation_table.py [chosen] [inspected] [held] [batch1] [tp8] [gf] [versions]   (default: every group)
 
 Every figure is recomputed by `attncalc.serving.cost.serving_cost`; tests/test_serving.py checks the page
 against the same computation, so paste the output when the model or a row changes.
@@ -13,7 +13,16 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
-from validation_rows import BATCH_ONE, CHOSEN, EXAMINED, GPTJ_FALCON, HELD_OUT, VERSIONS, figures  # noqa: E402
+from validation_rows import (  # noqa: E402
+    BATCH_ONE,
+    CHOSEN,
+    EXAMINED,
+    GPTJ_FALCON,
+    HELD_OUT,
+    TP8_BATCH_ONE,
+    VERSIONS,
+    figures,
+)
 
 from attncalc.inputs.model_config import read_config  # noqa: E402
 from attncalc.serving.cost import serving_cost  # noqa: E402
@@ -64,6 +73,7 @@ if __name__ == "__main__":
         ("inspected", "Inspected", EXAMINED),
         ("held", "Held out", HELD_OUT),
         ("batch1", "Held out, batch 1", BATCH_ONE),
+        ("tp8", "Held out, TP8 batch 1", TP8_BATCH_ONE),
         ("gf", "Held out, GPT-J and Falcon", GPTJ_FALCON),
         ("versions", "Held out, TensorRT-LLM's other versions", VERSIONS),
     )

@@ -222,13 +222,14 @@ def validation_tables():
     chosen, rest = section.split("**Inspected**", 1)
     inspected, rest = rest.split("**Held out**", 1)
     held, rest = rest.split("**Held out, batch 1**", 1)
-    batch_one, gptj_falcon = rest.split("**Held out, GPT-J and Falcon**", 1)
+    batch_one, rest = rest.split("**Held out, TP8 batch 1**", 1)
+    tp8, gptj_falcon = rest.split("**Held out, GPT-J and Falcon**", 1)
     gptj_falcon = gptj_falcon.split("**Held out, TensorRT-LLM's other versions**", 1)[0]
     versions = (ROOT / "docs" / "cost-held-out.md").read_text(encoding="utf-8").split("| row | figure", 1)[1]
     return [
         [[c.strip() for c in line.strip().strip("|").split("|")] for line in part.splitlines()
          if line.startswith("| ") and not line.startswith("| row")]
-        for part in (chosen, inspected, held, batch_one, gptj_falcon, versions)
+        for part in (chosen, inspected, held, batch_one, tp8, gptj_falcon, versions)
     ], section  # fmt: skip
 
 
@@ -277,7 +278,17 @@ def test_the_validation_tables_are_recomputed_from_their_setups():
     import sys
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from validation_rows import BATCH_ONE, CHOSEN, EXAMINED, GPTJ_FALCON, HELD_OUT, RATES, VERSIONS, figures
+    from validation_rows import (
+        BATCH_ONE,
+        CHOSEN,
+        EXAMINED,
+        GPTJ_FALCON,
+        HELD_OUT,
+        RATES,
+        TP8_BATCH_ONE,
+        VERSIONS,
+        figures,
+    )
 
     tables, section = validation_tables()
     groups = (
@@ -285,6 +296,7 @@ def test_the_validation_tables_are_recomputed_from_their_setups():
         (EXAMINED, "Inspected"),
         (HELD_OUT, "Held out"),
         (BATCH_ONE, "Held out, batch 1"),
+        (TP8_BATCH_ONE, "Held out, TP8 batch 1"),
         (GPTJ_FALCON, "Held out, GPT-J and Falcon"),
         (VERSIONS, "Held out, TensorRT-LLM's other versions"),
     )
@@ -316,22 +328,23 @@ def test_the_validation_tables_are_recomputed_from_their_setups():
 
 
 def test_held_out_max_throughput_rows_and_tp8_batch_one_rows_within_25_percent():
-    """Issue 37's item 3 over every held-out group: the max-throughput rows (requests at an infinite rate) and the
-    rows at TP8 and batch 1. The TP8 batch-1 rows are all first tokens (T05's, T09's and v0.8.0's Falcon 180B and Llama 2
-    70B): no published TP8 batch-1 decode row on an NVIDIA GPU passed a rule here (docs/cost.md)."""
+    """Issue 37's item 3 over every held-out group, as it stands: the max-throughput rows (requests at an infinite
+    rate) mostly within ±25 %; at TP8 and batch 1, the first tokens (T05's, T09's and v0.8.0's Falcon 180B and
+    Llama 2 70B) mostly within, and every row with decode in it (FasterTransformer's and Megatron's end-to-end
+    latencies on 8 A100s, the only ones on NVIDIA GPUs a rule admitted) estimated a third to a half too fast."""
     import sys
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from validation_rows import BATCH_ONE, GPTJ_FALCON, HELD_OUT, VERSIONS, figures
+    from validation_rows import BATCH_ONE, GPTJ_FALCON, HELD_OUT, TP8_BATCH_ONE, VERSIONS, figures
 
-    throughput, tp8_batch_one = [], []
-    for _, figure, model, gpu, kw, measured, _ in HELD_OUT + BATCH_ONE + GPTJ_FALCON + VERSIONS:
+    throughput, first_tokens, with_decode = [], [], []
+    for _, figure, model, gpu, kw, measured, _ in HELD_OUT + BATCH_ONE + TP8_BATCH_ONE + GPTJ_FALCON + VERSIONS:
         estimate = figures(figure, serving_cost(load(model), hardware=preset(gpu), **kw))[1]
-        within = abs(estimate - measured) <= 0.25 * measured
+        error = (estimate - measured) / measured
         if figure.startswith("in-flight"):
-            throughput.append(within)
-        elif kw.get("tp") == 8 and kw.get("batch", 1) == 1 and not figure.startswith("static"):
-            tp8_batch_one.append((figure, within))
+            throughput.append(abs(error) <= 0.25)
+        elif kw.get("tp") == 8 and kw.get("batch", 1) == 1:
+            (first_tokens if figure == "TTFT engine" else with_decode).append(error)
     assert (sum(throughput), len(throughput)) == (1963, 2408)
-    assert {figure for figure, _ in tp8_batch_one} == {"TTFT engine"}
-    assert (sum(within for _, within in tp8_batch_one), len(tp8_batch_one)) == (19, 25)
+    assert (sum(abs(e) <= 0.25 for e in first_tokens), len(first_tokens)) == (19, 25)
+    assert len(with_decode) == 13 and all(-0.56 < e < -0.32 for e in with_decode)

@@ -127,3 +127,19 @@ def test_the_printed_all_reduce_line_says_one_a_layer(cli):
     llama = os.path.join(CONFIGS, "llama-2-70b.json")
     r = cli("cost", llama, *"--prompt 128 --generate 128 --gpu A100-80GB --tp 2 -f table".split())
     assert "2 per layer × 80 layers" in " ".join(r.stdout.split())
+
+
+@pytest.mark.parametrize(
+    ("name", "d", "layers", "total"),
+    [("ft-gpt-175b.json", 12288, 96, 174_615_846_912), ("ft-gpt-89b.json", 12288, 48, 87_635_091_456),
+     ("ft-gpt-20b.json", 6144, 44, 20_262_014_976)],
+)  # fmt: skip
+def test_fastertransformers_gpt_models_by_hand(name, d, layers, total):
+    """The three GPT models of FasterTransformer's guide (its shapes, its gpt_config.ini's inter_size 4·d): a layer
+    is q, k, v and out with biases (4d² + 4d), the MLP d → 4d → d with biases (8d² + 5d) and two LayerNorms (4d);
+    once per model the tied 51,200-token embedding, 2,048 learned positions and the final LayerNorm. 174.6B is
+    GPT-3's "175B" and 20.3B the guide's "20B"; its "89B" is 87.6B by these shapes (the guide does not count it)."""
+    p = parameter_terms(load(name))
+    assert p["per_layer_total"] == 12 * d * d + 13 * d and p["layers"] == layers
+    assert p["total"] == layers * (12 * d * d + 13 * d) + 51200 * d + 2048 * d + 2 * d == total
+    assert p["allreduces_per_layer"] == 2
