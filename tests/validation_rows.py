@@ -8,7 +8,9 @@ chosen-from now too. `HELD_OUT` (`FRESH_3`) were collected in the third session 
 errors were first computed when the model was done. `BATCH_ONE` (docs/cost.md's "Held out, batch 1", source TG) was
 collected in the sixth session under a rule written before any row was costed, and costed once. `GPTJ_FALCON`
 (docs/cost.md's "Held out, GPT-J and Falcon") was transcribed in the seventh session before the two models had
-configs here, and costed once when they were added. Each row: (key, figure, model config, --gpu, cost options,
+configs here, and costed once when they were added. `VERSIONS` (docs/cost.md's "Held out, TensorRT-LLM's other
+versions", every row in docs/cost-held-out.md) and `TP8_BATCH_ONE` ("Held out, TP8 batch 1", source FTG) were
+chosen in the ninth session by rules written before any of their rows was costed, and costed once. Each row: (key, figure, model config, --gpu, cost options,
 measured value, source). Figures: `TTFT client` and `TPOT` in ms as a client times a request, `TTFT engine` in ms
 as the engine times its first token, `static s` a static batch's whole run in seconds, `static tok/s/GPU` and
 `static tok/s` that run's output tokens per second, `in-flight tok/s` the output tokens per second of in-flight
@@ -17,6 +19,7 @@ batching under unbounded load (`in-flight tok/s/GPU` the same per GPU).
 
 import csv
 import os
+import re
 
 FP8 = dict(dtype="fp8", weights_dtype="fp8", kv_dtype="fp8")
 N, S, F = "N", "S", "F"  # the chosen rows' sources, as docs/cost.md names them
@@ -250,6 +253,7 @@ def figures(figure: str, r: dict) -> tuple[float, float]:
 # published (GPT-J and Falcon 180B, without a config here, not transcribed); left out before costing: GH200 (no preset), Mistral 7B
 # at 128 -> 4096 (4,224 tokens, past its 4,096-token window: whether the engine used the window is not stated).
 TR12 = "TR12"
+MISTRAL_WINDOW = 4096  # Mistral 7B v0.1's sliding window: whether an engine used it past this is not stated
 TR12_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "validation_t012.csv")  # as published
 TR12_PRECISION = {"fp8": FP8, "fp16": {}}
 
@@ -259,7 +263,7 @@ def _tr12():
     with open(TR12_TABLE, encoding="utf-8", newline="") as f:
         for r in csv.DictReader(f):
             gpu, tp, prompt, generate = r["gpu"], int(r["tp"]), int(r["prompt"]), int(r["generate"])
-            if gpu == "GH200" or (r["model"] == "Mistral 7B" and prompt + generate > 4096):
+            if gpu == "GH200" or (r["model"] == "Mistral 7B" and prompt + generate > MISTRAL_WINDOW):
                 continue
             kw = dict(prompt=prompt, generate=generate, tp=tp, engine="trtllm", **TR12_PRECISION[r["precision"]])
             name = r["model"].replace("LLaMA v", "Llama").replace(" ", "")
@@ -356,8 +360,6 @@ VERSION_FIGURES = {("in-flight", "tok/s"): "in-flight tok/s", ("in-flight", "tok
 
 def _version_config(model: str) -> str | None:
     """The config a page's model name is costed with, or None: no config here."""
-    import re
-
     name = model.lower()
     size = re.findall(r"(\d+)b\b", name)
     if "mixtral" in name:
@@ -396,7 +398,7 @@ def versions_left_out(r: dict) -> str | None:
         return "no preset for this GPU"
     if r["precision"].upper() not in VERSION_PRECISION:
         return "a precision cost does not state"
-    if "mistral" in r["model"].lower() and int(r["prompt"]) + int(r["generate"]) > 4096:
+    if "mistral" in r["model"].lower() and int(r["prompt"]) + int(r["generate"]) > MISTRAL_WINDOW:
         return "past Mistral 7B's 4,096-token window"
     return None
 
