@@ -214,7 +214,7 @@ def test_cli_chinese_and_refusals(cli):
     assert r.exit_code == 2 and "--tp" in r.stderr
 
 
-# The validation table of docs/cost.md (issue 37: five groups): every row recomputed from its setup in
+# The validation tables of docs/cost.md and docs/cost-held-out.md (issue 37: seven groups): every row recomputed from its setup in
 # tests/validation_rows.py; the bound on the right side of the measurement; each group's summary as printed.
 def validation_tables():
     text = (ROOT / "docs" / "cost.md").read_text(encoding="utf-8")
@@ -348,3 +348,32 @@ def test_held_out_max_throughput_rows_and_tp8_batch_one_rows_within_25_percent()
     assert (sum(throughput), len(throughput)) == (1963, 2408)
     assert (sum(abs(e) <= 0.25 for e in first_tokens), len(first_tokens)) == (19, 25)
     assert len(with_decode) == 13 and all(-0.56 < e < -0.32 for e in with_decode)
+
+
+def test_tp8_batch_one_decode_says_how_far_its_checks_ran(cli):
+    """At TP8 and batch 1 with tokens to decode, `cost` says what every published decode measurement it was checked
+    against took: 1.5–2.2 × the estimate, the range recomputed here from every such row of every group."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import validation_rows as v
+
+    from attncalc import texts
+
+    groups = v.CHOSEN + v.EXAMINED + v.HELD_OUT + v.BATCH_ONE + v.TP8_BATCH_ONE + v.GPTJ_FALCON + v.VERSIONS
+    ratios = [
+        measured / v.figures(figure, serving_cost(load(model), hardware=preset(gpu), **kw))[1]
+        for _, figure, model, gpu, kw, measured, _ in groups
+        if kw.get("tp") == 8 and kw.get("batch", 1) == 1 and figure in ("static s", "TPOT")
+    ]
+    assert len(ratios) == 15 and f"{min(ratios):.1f}–{max(ratios):.1f} ×" in texts.t("cost.tp8_batch_one")
+    at = dict(prompt=128, generate=128, hardware=preset("H100-SXM"))
+    note = texts.t("cost.tp8_batch_one")
+    assert note in serving_cost(load("llama-3-70b.json"), tp=8, **at)["notes"]
+    for other in (dict(tp=4), dict(tp=8, batch=2)):
+        assert note not in serving_cost(load("llama-3-70b.json"), **other, **at)["notes"]
+    assert note not in serving_cost(load("llama-3-70b.json"), tp=8, **dict(at, generate=1))["notes"]
+    out = cli("cost", os.path.join(CONFIGS, "llama-3-70b.json"), *"--prompt 128 --generate 128 --gpu H100-SXM".split(),
+              "--tp", "8", "--lang", "zh", "-f", "table")  # fmt: skip
+    assert out.exit_code == 0, out.stderr
+    assert "每一条的耗时都是它的1.5–2.2倍" in "".join(out.stdout.split())  # the table wraps the note's lines

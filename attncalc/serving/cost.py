@@ -93,7 +93,7 @@ def serving_cost(
     }
     parts = experts.expert_parts(work, params, moe, prompt, batch)
     bounds, estimates = _steps(work, parts, hardware, peak, eff, tp, kv["kv"]["terms"]["layers"], comm_s)
-    _parallel_notes(tp, pp, comm, link, notes)
+    _parallel_notes(tp, pp, comm, link, notes, decoding_one=batch == 1 and generate > 1)
     decodes = generate > 0  # --generate 0: no token is generated, so there is no time per output token
     load = None
     if decodes:
@@ -300,9 +300,11 @@ def _steps(work: dict, parts: dict, hardware: Hardware, peak: float, eff, tp: in
     return bounds, estimates
 
 
-def _parallel_notes(tp: int, pp: int, comm: dict, link, notes: list) -> None:
+def _parallel_notes(tp: int, pp: int, comm: dict, link, notes: list, decoding_one: bool) -> None:
     if tp > 1:
         notes.append(texts.t("cost.allreduce_switch"))
+    if tp == 8 and decoding_one:  # what the held-out TP8 batch-1 decode rows took (docs/cost.md)
+        notes.append(texts.t("cost.tp8_batch_one"))
     if tp > 1 and comm["decode"]["at_floor"]:
         key = "cost.allreduce_floor" if comm["decode"]["algorithm"] == "ring" else "cost.allreduce_small"
         notes.append(texts.t(key, latency=f"{link.latency * 1e6:g}", steps=comm["decode"]["steps"]))

@@ -642,6 +642,7 @@ TEXTS = {
     "cost.line.allreduce_one_shot": "{phase} all-reduce (tensor parallel, one-shot: each GPU reads the others' buffers): {per} per layer × {layers} layers; each = 1 × {alpha} + ({tp} − 1) × {nbytes:,} B / {link_bw} = {one} → {count} × {one} = {total}",
     "cost.line.allreduce_two_shot": "{phase} all-reduce (tensor parallel, two-shot: reduce-scatter then all-gather through the peers' buffers): {per} per layer × {layers} layers; each = 2 × {alpha} + 2 × ({tp} − 1) / {tp} × {nbytes:,} B / {link_bw} = {one} → {count} × {one} = {total}",
     "cost.allreduce_switch": "all-reduce by message size, as vLLM's custom all-reduce picks it: one-shot (1 step) on 2 GPUs, or under 512 KiB on up to 4 GPUs and under 256 KiB on up to 8; two-shot (2 steps) up to 8 MiB; NCCL's ring (2(N − 1) steps) from 8 MiB, and over PCIe",
+    "cost.tp8_batch_one": 'at TP8 and batch 1, every published decode measurement this was checked against took 1.5–2.2 × this estimate (FasterTransformer and Megatron on 8 A100s, vLLM on 8 MI300X; docs/cost.md, "Held out, TP8 batch 1"): read it as the time of an engine with one-shot all-reduces and few fixed costs a layer',
     "cost.allreduce_small": "decode's all-reduces are small: their time is {steps} step(s) of {latency} µs, not the link's bandwidth",
     "cost.no_decode": "--generate 0: no token is generated, so there is no decode step and no time per output token",
     "cost.line.ttft_client": "TTFT as a client measures it ≈ engine TTFT + request overhead = {engine} + {request} = {client}",
