@@ -376,4 +376,4 @@ def test_tp8_batch_one_decode_says_how_far_its_checks_ran(cli):
     out = cli("cost", os.path.join(CONFIGS, "llama-3-70b.json"), *"--prompt 128 --generate 128 --gpu H100-SXM".split(),
               "--tp", "8", "--lang", "zh", "-f", "table")  # fmt: skip
     assert out.exit_code == 0, out.stderr
-    assert "每一条的耗时都是它的1.5–2.2倍" in "".join(out.stdout.split())  # the table wraps the note's lines
+    assert "每一条的耗时都是估计值的1.5–2.2倍" in "".join(out.stdout.split())  # the table wraps the note's lines

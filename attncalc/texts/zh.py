@@ -642,7 +642,7 @@ TEXTS = {
     "cost.line.allreduce_one_shot": "{phase}的 all-reduce（张量并行，one-shot：每块 GPU 直接读取其他 GPU 的缓冲区）：每层 {per} 次 × {layers} 层；每次 = 1 × {alpha} + ({tp} − 1) × {nbytes:,} B / {link_bw} = {one} → {count} × {one} = {total}",
     "cost.line.allreduce_two_shot": "{phase}的 all-reduce（张量并行，two-shot：先经对端缓冲区 reduce-scatter，再 all-gather）：每层 {per} 次 × {layers} 层；每次 = 2 × {alpha} + 2 × ({tp} − 1) / {tp} × {nbytes:,} B / {link_bw} = {one} → {count} × {one} = {total}",
     "cost.allreduce_switch": "all-reduce 按消息大小选算法（与 vLLM 的自定义 all-reduce 一致）：2 块 GPU 时，或最多 4 块且小于 512 KiB、最多 8 块且小于 256 KiB 时用 one-shot（1 步）；8 MiB 以内用 two-shot（2 步）；8 MiB 及以上或走 PCIe 时用 NCCL 的环形算法（2(N − 1) 步）",
-    "cost.tp8_batch_one": "张量并行 8 路、批大小为 1 时，用来检验这个估计的已发表解码测量，每一条的耗时都是它的 1.5–2.2 倍（8 块 A100 上的 FasterTransformer 和 Megatron，8 块 MI300X 上的 vLLM；见 docs/cost.md 的“Held out, TP8 batch 1”）：请把它读作一个用 one-shot all-reduce、每层固定开销很小的引擎所需的时间",
+    "cost.tp8_batch_one": "张量并行 8 路、批大小为 1 时，用来检验本估计的已发表解码测量，每一条的耗时都是估计值的 1.5–2.2 倍（8 块 A100 上的 FasterTransformer 和 Megatron，8 块 MI300X 上的 vLLM；见 docs/cost.md 的“Held out, TP8 batch 1”）：请把这个估计看作一个使用 one-shot all-reduce、每层固定开销很小的引擎所需的时间",
     "cost.allreduce_small": "解码时的 all-reduce 数据量很小：耗时是 {steps} 步、每步 {latency} 微秒的延迟，而不是链路带宽",
     "cost.no_decode": "--generate 0：不生成词元，所以没有解码步，也就没有每个输出词元的时间",
     "cost.line.ttft_client": "客户端测得的 TTFT ≈ 引擎内 TTFT + 请求开销 = {engine} + {request} = {client}",
