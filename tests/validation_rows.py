@@ -350,6 +350,8 @@ GPTJ_FALCON = _gptj_falcon()  # issue 37's seventh session: held out, costed onc
 # the rule docs/cost.md wrote down first ("Held out, TensorRT-LLM's other versions"); `versions_left_out` says why
 # each other row is not. Costed once with the model as it stood on main (8c132e9); no term changed after.
 VERSIONS_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "validation_trtllm_versions.csv")
+# A page's GPU label (spaces dropped, upper case) to its preset; the first name it contains wins, so GH200 is
+# met before H200, GB200 before B200 and a PCIe part before its SXM name; None: no preset.
 VERSION_GPUS = (("GH200", None), ("GB200", None), ("PCIE", None), ("H200", "H200"), ("H100", "H100-SXM"),
                 ("A100", "A100-80GB"), ("L40S", "L40S"), ("B200", "B200"))  # fmt: skip
 VERSION_PRECISION = {"FP8": FP8, "FP16": dict(dtype="fp16"), "MIXED": dict(dtype="fp16")}  # "Mixed": an FP16 engine
