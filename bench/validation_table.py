@@ -1,6 +1,6 @@
 """Print docs/cost.md's validation tables (every group) and their summaries from tests/validation_rows.py.
 
-    .venv/bin/python bench/validation_table.py [chosen] [inspected] [held] [batch1] [tp8] [gf] [versions]   (default: every group)
+    .venv/bin/python bench/validation_table.py [chosen] [inspected] [held] [batch1] [tp8] [gf] [versions] [course]   (default: every group)
 
 Every figure is recomputed by `attncalc.serving.cost.serving_cost`; tests/test_serving.py checks the page
 against the same computation, so paste the output when the model or a row changes.
@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from validation_rows import (  # noqa: E402
     BATCH_ONE,
     CHOSEN,
+    COURSE,
     EXAMINED,
     GPTJ_FALCON,
     HELD_OUT,
@@ -76,6 +77,7 @@ if __name__ == "__main__":
         ("tp8", "Held out, TP8 batch 1", TP8_BATCH_ONE),
         ("gf", "Held out, GPT-J and Falcon", GPTJ_FALCON),
         ("versions", "Held out, TensorRT-LLM's other versions", VERSIONS),
+        ("course", "Held out, a course's benchmark sweeps", COURSE),
     )
     wanted = sys.argv[1:] or [key for key, _, _ in groups]
     for _, name, rows in (group for group in groups if group[0] in wanted):

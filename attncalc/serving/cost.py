@@ -303,8 +303,8 @@ def _steps(work: dict, parts: dict, hardware: Hardware, peak: float, eff, tp: in
 def _parallel_notes(tp: int, pp: int, comm: dict, link, notes: list, decoding_one: bool) -> None:
     if tp > 1:
         notes.append(texts.t("cost.allreduce_switch"))
-    if tp == 8 and decoding_one:  # what the held-out TP8 batch-1 decode rows took (docs/cost.md)
-        notes.append(texts.t("cost.tp8_batch_one"))
+    if tp == 8 and decoding_one:  # what the published TP8 batch-1 decode rows took, by link (docs/cost.md)
+        notes.append(texts.t("cost.tp8_batch_one" if link.peer_to_peer else "cost.tp8_batch_one_pcie"))
     if tp > 1 and comm["decode"]["at_floor"]:
         key = "cost.allreduce_floor" if comm["decode"]["algorithm"] == "ring" else "cost.allreduce_small"
         notes.append(texts.t(key, latency=f"{link.latency * 1e6:g}", steps=comm["decode"]["steps"]))
