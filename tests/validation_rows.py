@@ -13,8 +13,8 @@ versions", every row in docs/cost-held-out.md) and `TP8_BATCH_ONE` ("Held out, T
 chosen in the ninth session by rules written before any of their rows was costed, and costed once. `COURSE`
 (docs/cost.md's "Held out, a course's benchmark sweeps", every row in docs/cost-held-out-course.md, sources DLI and
 NIMD) was admitted in the tenth session by a rule written before any of its rows was costed, and costed once.
-Each row: (key, figure, model config, --gpu, cost options, measured value, source). Figures: `TTFT client` and `TPOT` in ms as a client times a request, `TTFT engine` in ms
-as the engine times its first token, `static s` a static batch's whole run in seconds, `static tok/s/GPU` and
+Each row: (key, figure, model config, --gpu, cost options, measured value, source). Figures: `TTFT client` and
+`TPOT` in ms as a client times a request, `TTFT engine` in ms as the engine times its first token, `static s` a static batch's whole run in seconds, `static tok/s/GPU` and
 `static tok/s` that run's output tokens per second, `in-flight tok/s` the output tokens per second of in-flight
 batching under unbounded load (`in-flight tok/s/GPU` the same per GPU).
 """
