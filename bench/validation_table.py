@@ -13,17 +13,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
-from validation_rows import (  # noqa: E402
-    BATCH_ONE,
-    CHOSEN,
-    COURSE,
-    EXAMINED,
-    GPTJ_FALCON,
-    HELD_OUT,
-    TP8_BATCH_ONE,
-    VERSIONS,
-    figures,
-)
+from validation_rows import GROUPS, figures  # noqa: E402
 
 from attncalc.inputs.model_config import read_config  # noqa: E402
 from attncalc.serving.cost import serving_cost  # noqa: E402
@@ -69,18 +59,8 @@ def summary(errors):
 
 
 if __name__ == "__main__":
-    groups = (
-        ("chosen", "Chosen from", CHOSEN),
-        ("inspected", "Inspected", EXAMINED),
-        ("held", "Held out", HELD_OUT),
-        ("batch1", "Held out, batch 1", BATCH_ONE),
-        ("tp8", "Held out, TP8 batch 1", TP8_BATCH_ONE),
-        ("gf", "Held out, GPT-J and Falcon", GPTJ_FALCON),
-        ("versions", "Held out, TensorRT-LLM's other versions", VERSIONS),
-        ("course", "Held out, a course's benchmark sweeps", COURSE),
-    )
-    wanted = sys.argv[1:] or [key for key, _, _ in groups]
-    for _, name, rows in (group for group in groups if group[0] in wanted):
+    wanted = sys.argv[1:] or [key for key, _, _ in GROUPS]
+    for _, name, rows in (group for group in GROUPS if group[0] in wanted):
         print(f"\n{name}\n\n{HEAD}\n|" + "---|" * 13)
         results = [evaluate(row) for row in rows]
         for row, result in zip(rows, results):

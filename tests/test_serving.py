@@ -311,32 +311,11 @@ def test_the_validation_tables_are_recomputed_from_their_setups():
     import sys
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from validation_rows import (
-        BATCH_ONE,
-        CHOSEN,
-        COURSE,
-        EXAMINED,
-        GPTJ_FALCON,
-        HELD_OUT,
-        RATES,
-        TP8_BATCH_ONE,
-        VERSIONS,
-        figures,
-    )
+    from validation_rows import GROUPS, RATES, figures
 
     tables, section = validation_tables()
-    groups = (
-        (CHOSEN, "Chosen from"),
-        (EXAMINED, "Inspected"),
-        (HELD_OUT, "Held out"),
-        (BATCH_ONE, "Held out, batch 1"),
-        (TP8_BATCH_ONE, "Held out, TP8 batch 1"),
-        (GPTJ_FALCON, "Held out, GPT-J and Falcon"),
-        (VERSIONS, "Held out, TensorRT-LLM's other versions"),
-        (COURSE, "Held out, a course's benchmark sweeps"),
-    )
     held = {"within": 0, "rows": 0}  # every group no term was chosen from, together
-    for (rows, name), cells_of in zip(groups, tables):
+    for (_, name, rows), cells_of in zip(GROUPS, tables):
         assert len(cells_of) == len(rows)
         errors = []
         for (key, figure, model, gpu, kw, measured, source), cells in zip(rows, cells_of):
@@ -370,12 +349,10 @@ def test_held_out_max_throughput_rows_and_tp8_batch_one_rows_within_25_percent()
     import sys
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from validation_rows import BATCH_ONE, COURSE, GPTJ_FALCON, HELD_OUT, TP8_BATCH_ONE, VERSIONS, figures
+    from validation_rows import HELD_OUT_ROWS, figures
 
     throughput, first_tokens, with_decode = [], [], {}
-    for _, figure, model, gpu, kw, measured, _ in (
-        HELD_OUT + BATCH_ONE + TP8_BATCH_ONE + GPTJ_FALCON + VERSIONS + COURSE
-    ):
+    for _, figure, model, gpu, kw, measured, _ in HELD_OUT_ROWS:
         estimate = figures(figure, serving_cost(load(model), hardware=preset(gpu), **kw))[1]
         error = (estimate - measured) / measured
         if figure.startswith("in-flight"):
@@ -406,9 +383,8 @@ def test_tp8_batch_one_decode_says_how_far_its_checks_ran(cli):
     from attncalc import texts
     from attncalc.serving.hardware import LINKS
 
-    groups = v.CHOSEN + v.EXAMINED + v.HELD_OUT + v.BATCH_ONE + v.TP8_BATCH_ONE + v.GPTJ_FALCON + v.VERSIONS + v.COURSE
     ratios = {True: [], False: []}
-    for _, figure, model, gpu, kw, measured, _ in groups:
+    for _, figure, model, gpu, kw, measured, _ in v.ALL_ROWS:
         if kw.get("tp") == 8 and kw.get("batch", 1) == 1 and figure in ("static s", "TPOT"):
             estimate = v.figures(figure, serving_cost(load(model), hardware=preset(gpu), **kw))[1]
             ratios[LINKS[preset(gpu).link].peer_to_peer].append(measured / estimate)

@@ -564,3 +564,19 @@ COURSE_ALL = DLI_ALL + _nimd()  # issue 37's tenth session: held out, costed onc
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "validation_course_beats_bound.txt")) as f:
     COURSE_BEATS_BOUND = frozenset(f.read().split())
 COURSE = [row for row in COURSE_ALL if row[0] not in COURSE_BEATS_BOUND]
+
+
+# Every group, in docs/cost.md's order: (bench/validation_table.py's name for it, docs/cost.md's, its rows). The
+# held-out ones are those whose name says so: no term was chosen from them.
+GROUPS = (
+    ("chosen", "Chosen from", CHOSEN),
+    ("inspected", "Inspected", EXAMINED),
+    ("held", "Held out", HELD_OUT),
+    ("batch1", "Held out, batch 1", BATCH_ONE),
+    ("tp8", "Held out, TP8 batch 1", TP8_BATCH_ONE),
+    ("gf", "Held out, GPT-J and Falcon", GPTJ_FALCON),
+    ("versions", "Held out, TensorRT-LLM's other versions", VERSIONS),
+    ("course", "Held out, a course's benchmark sweeps", COURSE),
+)
+HELD_OUT_ROWS = [row for _, name, rows in GROUPS if name.startswith("Held out") for row in rows]
+ALL_ROWS = [row for _, _, rows in GROUPS for row in rows]
