@@ -485,7 +485,7 @@ def _decimal(text: str, unit: str) -> float:
 def _t09_setups() -> set:
     """(config, GPU, TP, batch, prompt, generate, figure) of every T09 row: a DLI row with one is T09's."""
     setups = set()
-    for _, figure, config, gpu, kw, _, _ in _t09():
+    for _, figure, config, gpu, kw, _, _ in (row for row in FRESH_3_ALL if row[6] == T09):  # read once, above
         kind = "TTFT engine" if figure == "TTFT engine" else "static s"
         setups.add(
             (config, gpu, kw["tp"], kw["batch"], kw["prompt"], kw["generate"] if kind == "static s" else 1, kind)
